@@ -1,0 +1,123 @@
+// swift-tools-version: 6.1
+// Meterwise: a network-aware download engine for Linux.
+//
+//   Links ──▶ Policy ──▶ Engine ◀── Transfer
+//     ▲                    ▲
+//  NetlinkLinks (libnl)    └── job store (GRDB), control API (NIO HTTP on a Unix socket)
+//
+// Only NetlinkLinks imports CNetlink; every other module builds without libnl.
+import PackageDescription
+
+let package = Package(
+    name: "meterwise",
+    products: [
+        .executable(name: "meterwise", targets: ["Meterwise"]),
+        /// The checkpointed, resumable ranged downloader, for Swift programs that embed it.
+        .library(name: "MeterwiseTransfer", targets: ["Transfer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+    ],
+    targets: [
+        // libnl-3 + libnl-route-3, with a shim for the macros and variadics Swift cannot call.
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        // Units (5MiB, 1h30m, 512KiB/s) and strict YAML reading with file:line:column errors.
+        .target(
+            name: "ConfigKit",
+            dependencies: [.product(name: "Yams", package: "Yams")]
+        ),
+        // The pure link model, the LinkMonitor protocol and its scenario (simulated) backend.
+        .target(
+            name: "Links",
+            dependencies: ["ConfigKit", .product(name: "Yams", package: "Yams")]
+        ),
+        // The libnl backend of LinkMonitor: the only module that imports CNetlink.
+        .target(
+            name: "NetlinkLinks",
+            dependencies: [
+                "CNetlink", "Links",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Policy files and the pure decision function.
+        .target(
+            name: "Policy",
+            dependencies: ["Links", "ConfigKit", .product(name: "Yams", package: "Yams")]
+        ),
+        // The checkpointed ranged downloader (library product MeterwiseTransfer).
+        .target(
+            name: "Transfer",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A small HTTP range server with fault injection: the demo's embedded server and the tests' peer.
+        .target(
+            name: "RangeServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Network-namespace lab: veth wlan0/wwan0, tc shaping, route toggles (root).
+        .target(name: "Lab", dependencies: ["Links"]),
+        // Links -> Policy -> Transfer for every job; the job store, budgets, daemon and control API.
+        .target(
+            name: "Engine",
+            dependencies: [
+                "Links", "Policy", "Transfer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The executable: thin commands over the modules above.
+        .executableTarget(
+            name: "Meterwise",
+            dependencies: [
+                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Test helpers: manual clock, netns fixtures, the range server re-exported.
+        .target(name: "TestSupport", dependencies: ["Links", "RangeServer", "Lab"]),
+
+        .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
+        .testTarget(name: "NetlinkLinksTests", dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport"]),
+        .testTarget(
+            name: "PolicyTests",
+            dependencies: [
+                "Policy", "Links", "TestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(name: "TransferTests", dependencies: ["Transfer", "RangeServer", "TestSupport"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+    ]
+)

@@ -1,0 +1,58 @@
+/// One network link as a monitor sees it at one instant. A pure value: no I/O.
+public struct Link: Sendable, Hashable, Codable {
+    public var index: Int
+    public var name: String
+    public var kind: LinkKind
+    /// The fact that decided `kind`, e.g. `devtype=wlan` or `name=wlan0 (over type=veth)`.
+    public var kindSource: String
+    /// RFC 2863 operstate as the kernel reports it: `up`, `down`, `dormant`, `unknown`, ...
+    public var operstate: String
+    /// IFF_UP: administratively up.
+    public var up: Bool
+    /// IFF_RUNNING: up and with a carrier (operationally usable).
+    public var running: Bool
+    /// IFF_LOWER_UP: the physical layer reports a carrier.
+    public var lowerUp: Bool
+    public var mtu: Int
+    /// Hardware address, lowercase `aa:bb:...`, or nil when the link has none.
+    public var mac: String?
+    /// IPv4 addresses in CIDR form, e.g. `192.168.1.20/24`.
+    public var ipv4: [String]
+    /// IPv6 addresses in CIDR form.
+    public var ipv6: [String]
+    /// The kernel driver, when known.
+    public var driver: String?
+    /// The Wi-Fi network name, when known (the scenario monitor knows it; netlink does not).
+    public var ssid: String?
+    /// A metered hint from outside the kernel (NetworkManager, DHCP option 43), when known.
+    public var meteredHint: Bool?
+
+    public init(
+        index: Int, name: String, kind: LinkKind, kindSource: String, operstate: String = "unknown",
+        up: Bool, running: Bool, lowerUp: Bool? = nil, mtu: Int = 1500, mac: String? = nil,
+        ipv4: [String] = [], ipv6: [String] = [], driver: String? = nil, ssid: String? = nil,
+        meteredHint: Bool? = nil
+    ) {
+        self.index = index
+        self.name = name
+        self.kind = kind
+        self.kindSource = kindSource
+        self.operstate = operstate
+        self.up = up
+        self.running = running
+        self.lowerUp = lowerUp ?? running
+        self.mtu = mtu
+        self.mac = mac
+        self.ipv4 = ipv4
+        self.ipv6 = ipv6
+        self.driver = driver
+        self.ssid = ssid
+        self.meteredHint = meteredHint
+    }
+
+    /// All addresses, IPv4 first.
+    public var addresses: [String] { ipv4 + ipv6 }
+
+    /// Up and running: a link that can carry traffic.
+    public var isUsable: Bool { up && running }
+}

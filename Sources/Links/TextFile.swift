@@ -1,0 +1,18 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a small text file with libc (no Foundation in the model modules). Nil when unreadable.
+public func readTextFile(_ path: String) -> String? {
+    guard let handle = fopen(path, "rb") else { return nil }
+    defer { fclose(handle) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, handle)
+        if count > 0 { bytes.append(contentsOf: buffer[0..<count]) }
+        if count < buffer.count { break }
+    }
+    if ferror(handle) != 0 { return nil }
+    return String(decoding: bytes, as: UTF8.self)
+}
