@@ -50,7 +50,13 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    func channelActive(context: ChannelHandlerContext) {
+        box.server.withLock { $0 }?.connection(opened: true)
+        context.fireChannelActive()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        box.server.withLock { $0 }?.connection(opened: false)
         stream = nil
         context.fireChannelInactive()
     }

@@ -13,6 +13,7 @@ public final class RangeServer: Sendable {
         var faults: [(fault: RangeFault, remaining: Int)]
         var requests: [ServedRequest] = []
         var bytesServed: Int64 = 0
+        var openConnections = 0
     }
 
     /// The bound port (the kernel's choice when started with port 0).
@@ -85,6 +86,21 @@ public final class RangeServer: Sendable {
     public var requests: [ServedRequest] { state.withLock { $0.requests } }
     /// Body bytes written to sockets, all requests together.
     public var bytesServed: Int64 { state.withLock { $0.bytesServed } }
+
+    /// Connections open now.
+    public var openConnections: Int { state.withLock { $0.openConnections } }
+
+    func connection(opened: Bool) { state.withLock { $0.openConnections += opened ? 1 : -1 } }
+
+    /// Waits (polling every 10 ms, at most `timeout`) until no connection is open: requests a client
+    /// cancelled may still arrive on connections it has not closed yet.
+    public func waitUntilIdle(timeout: Duration = .seconds(2)) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while openConnections > 0, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
 
     /// Closes the listening socket (open connections end with their responses).
     public func shutdown() async throws {

@@ -46,21 +46,27 @@ public struct RangePlan: Sendable, Equatable {
         pending.reduce(0) { $0 + Int64($1.count) } + active.values.reduce(0) { $0 + $1.remaining }
     }
 
-    /// Cuts the pending work into about `parts` pieces of equal size at chunk boundaries.
+    /// Cuts the pending work into `parts` pieces of about equal size, at chunk boundaries.
     public mutating func split(into parts: Int) {
         let total = pending.reduce(Int64(0)) { $0 + Int64($1.count) }
         guard parts > 1, total > 0 else { return }
-        let target = max(chunkSize, alignUp(total / Int64(parts)))
         var pieces: [Range<Int64>] = []
+        var consumed: Int64 = 0
+        var k: Int64 = 1
         for gap in pending {
             var start = gap.lowerBound
-            while gap.upperBound - start > target + target / 2 {
-                let cut = alignUp(start + target)
-                guard cut < gap.upperBound, cut > start else { break }
-                pieces.append(start..<cut)
-                start = cut
+            while k < Int64(parts) {
+                let into = k * total / Int64(parts) - consumed
+                guard into < Int64(gap.count) else { break }
+                let cut = alignNearest(gap.lowerBound + into)
+                k += 1
+                if cut > start, cut < gap.upperBound {
+                    pieces.append(start..<cut)
+                    start = cut
+                }
             }
             pieces.append(start..<gap.upperBound)
+            consumed += Int64(gap.count)
         }
         pending = pieces
     }
@@ -133,6 +139,11 @@ public struct RangePlan: Sendable, Equatable {
             pending.append(a.next..<a.end)
             pending.sort { $0.lowerBound < $1.lowerBound }
         }
+    }
+
+    func alignNearest(_ value: Int64) -> Int64 {
+        let down = value - value % chunkSize
+        return value - down >= chunkSize / 2 ? down + chunkSize : down
     }
 
     func alignUp(_ value: Int64) -> Int64 {

@@ -6,7 +6,7 @@ struct RangePlanTests {
 
     @Test(arguments: [
         (Int64(16 << 20), 4, [0..<(4 << 20), (4 << 20)..<(8 << 20), (8 << 20)..<(12 << 20), (12 << 20)..<(16 << 20)]),
-        (Int64(10 << 20), 4, [0..<(3 << 20), (3 << 20)..<(6 << 20), (6 << 20)..<(10 << 20)]),
+        (Int64(10 << 20), 4, [0..<(3 << 20), (3 << 20)..<(5 << 20), (5 << 20)..<(8 << 20), (8 << 20)..<(10 << 20)]),
         (Int64(1 << 20), 4, [0..<(1 << 20)]),
     ] as [(Int64, Int, [Range<Int64>])])
     func learnTotalSplitsAtChunkBoundaries(_ total: Int64, _ parts: Int, _ expected: [Range<Int64>]) {
@@ -15,6 +15,12 @@ struct RangePlanTests {
         plan.learnTotal(total, parts: parts)
         let ranges = [plan.active[0]!].map { $0.next..<$0.end } + plan.pending
         #expect(ranges == expected)
+    }
+
+    @Test func resumeSplitsTheGapsEvenly() {
+        var plan = RangePlan(total: 12 * Self.mib, missing: [(3 * Self.mib)..<(12 * Self.mib)], chunkSize: Self.mib)
+        plan.split(into: 4)
+        #expect(plan.pending.map(\.count) == [2, 3, 2, 2].map { Int($0 * Self.mib) })
     }
 
     @Test func idleSegmentStealsHalfOfTheLargest() {
