@@ -1,7 +1,176 @@
 import ArgumentParser
+import ConfigKit
+import Dispatch
+import Transfer
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
-// Stub until the downloader issue lands; replaced by the real command.
+/// `meterwise get URL`: one checkpointed, resumable download. Exit codes are in docs/get.md.
 struct GetCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Download a URL with checkpoints.")
-    func run() async throws { throw ValidationError("meterwise get is not built yet") }
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Download a URL with checkpoints; run the same command again to resume.",
+        discussion: """
+            SIGINT and SIGTERM pause: the checkpoint is flushed and the exit code is 130 or 143. \
+            Exit codes: 0 done, 64 usage, 65 sha256 mismatch, 69 server or network failure, \
+            73 output exists (use --force), 74 file system error, 130/143 paused by a signal.
+            """
+    )
+
+    @Argument(help: "The http:// or https:// URL (a presigned query is kept intact and redacted in output).")
+    var url: String
+
+    @Option(name: [.customShort("o"), .long], help: "The output file (default: the last part of the URL path).")
+    var output: String?
+
+    @Option(help: "Parallel ranged requests (default: 1 below 8 MiB, otherwise up to 4).")
+    var segments: Int?
+
+    @Option(help: "The expected sha256 (hex); the download fails when it differs.")
+    var sha256: String?
+
+    @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
+    var rate: String?
+
+    @Flag(help: "Overwrite an existing output file.")
+    var force = false
+
+    @Flag(help: "One JSON event per line on stdout; the last line has the final state, sha256 and bytes fetched.")
+    var json = false
+
+    @Flag(help: "Resume even when the server gives no validator (no strong ETag, no Last-Modified).")
+    var resumeUnvalidated = false
+
+    @Option(help: "A separate HEAD URL (presigned URLs are signed per method); never required.")
+    var headURL: String?
+
+    @Option(help: ArgumentHelp("Checkpoint after this many bytes per segment (default 4MiB).", visibility: .hidden))
+    var checkpointEvery: String?
+
+    func validate() throws {
+        if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
+        if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
+            throw ValidationError("--sha256 takes 64 hex digits, e.g. the output of sha256sum.")
+        }
+        if let rate, Self.parseRate(rate) == nil {
+            throw ValidationError("--rate \(rate) is not a rate; \(Units.rateHint) (the /s may be left out).")
+        }
+        if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
+            throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
+        }
+        if output == nil, Self.defaultOutput(for: url) == nil {
+            throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
+        }
+    }
+
+    static func parseRate(_ text: String) -> Int64? {
+        if let r = Units.parseRate(text) { return r }
+        guard let b = Units.parseBytes(text), b > 0 else { return nil }
+        return b
+    }
+
+    /// The last path component of the URL, without query; nil when there is none usable.
+    static func defaultOutput(for url: String) -> String? {
+        var path = Substring(url)
+        if let scheme = path.range(of: "://") { path = path[scheme.upperBound...] }
+        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
+        guard let slash = path.firstIndex(of: "/") else { return nil }
+        let name = path[slash...].split(separator: "/").last.map(String.init) ?? ""
+        guard !name.isEmpty, name != ".", name != "..", !name.hasPrefix(".") else { return nil }
+        return name
+    }
+
+    func run() async throws {
+        var request = DownloadRequest(url: url, destination: output ?? Self.defaultOutput(for: url)!)
+        request.headURL = headURL
+        request.segments = segments
+        request.expectedSHA256 = sha256?.lowercased()
+        request.force = force
+        request.resumeUnvalidated = resumeUnvalidated
+        request.rateLimit = rate.flatMap(Self.parseRate)
+        if let every = checkpointEvery.flatMap(Units.parseBytes) { request.checkpointEveryBytes = every }
+        let download = Download(request: request)
+        let printer = ProgressPrinter(
+            mode: json ? .json : (isatty(STDERR_FILENO) == 1 ? .tty : .plain),
+            url: RedactedURL.redact(url), destination: request.destination
+        )
+        let signals = SignalStream(signals: [SIGINT, SIGTERM])
+        defer { signals.stop() }
+        let signalNumbers = signals.stream
+
+        enum Ending: Sendable {
+            case outcome(Result<DownloadOutcome, TransferError>)
+            case signal(Int32)
+            case rendered
+        }
+        var outcome: Result<DownloadOutcome, TransferError>?
+        var signal: Int32?
+        await withTaskGroup(of: Ending.self) { group in
+            group.addTask {
+                do throws(TransferError) {
+                    return .outcome(.success(try await download.run()))
+                } catch {
+                    return .outcome(.failure(error))
+                }
+            }
+            group.addTask {
+                for await event in download.events {
+                    if printer.print(event) { break }
+                }
+                return .rendered
+            }
+            group.addTask {
+                for await number in signalNumbers {
+                    await download.pause()
+                    return .signal(number)
+                }
+                return .rendered
+            }
+            var pending = 2
+            while pending > 0, let ending = await group.next() {
+                switch ending {
+                case .outcome(let result):
+                    outcome = result
+                    pending -= 1
+                case .rendered:
+                    pending -= 1
+                case .signal(let number):
+                    signal = number
+                }
+            }
+            group.cancelAll()
+        }
+        signals.stop()
+        switch outcome {
+        case .success(.completed(let result))?:
+            if !json { printer.line("\(result.sha256)  \(result.path)", toStdout: true) }
+        case .success(.paused)?:
+            let code: Int32 = signal == SIGTERM ? 143 : 130
+            if !json { printer.line("Paused; the checkpoint is saved. Run the same command again to resume.") }
+            throw ExitCode(code)
+        case .success(.cancelled)?:
+            throw ExitCode(1)
+        case .failure(let error)?:
+            if !json { printer.line("meterwise get: \(error.message)") }
+            throw ExitCode(Self.exitCode(for: error.code))
+        case nil:
+            throw ExitCode(1)
+        }
+    }
+
+    /// The exit code for a failure (docs/get.md).
+    static func exitCode(for code: TransferError.Code) -> Int32 {
+        switch code {
+        case .checksumMismatch, .lengthMismatch: return 65
+        case .destinationExists: return 73
+        case .fileSystem: return 74
+        case .invalidURL: return 64
+        case .httpStatus, .retriesExhausted, .objectUnstable, .tooManyRedirects, .insecureRedirect, .protocolViolation:
+            return 69
+        case .alreadyRunning, .cancelled: return 1
+        }
+    }
 }

@@ -1,0 +1,225 @@
+import ConfigKit
+import Synchronization
+import Transfer
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Renders download events: a progress bar on a TTY, plain lines otherwise, or one JSON object per line.
+final class ProgressPrinter: Sendable {
+    enum Mode: Sendable { case tty, plain, json }
+
+    let mode: Mode
+    let url: String
+    let destination: String
+    private let last = Mutex<(time: Double, barShown: Bool)>((-10, false))
+
+    init(mode: Mode, url: String, destination: String) {
+        self.mode = mode
+        self.url = url
+        self.destination = destination
+    }
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Prints one event; true when it is the last one (completed, paused, failed, cancelled).
+    func print(_ event: DownloadEvent) -> Bool {
+        switch mode {
+        case .json:
+            return printJSON(event)
+        case .tty, .plain:
+            return printText(event)
+        }
+    }
+
+    /// A line on stderr (or stdout), ending the progress bar first.
+    func line(_ text: String, toStdout: Bool = false) {
+        let bar = last.withLock { s -> Bool in
+            defer { s.barShown = false }
+            return s.barShown
+        }
+        if bar { write("\r\u{1B}[K", stdout: false) }
+        write(text + "\n", stdout: toStdout)
+    }
+
+    private func write(_ text: String, stdout: Bool) {
+        let fd = stdout ? STDOUT_FILENO : STDERR_FILENO
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { raw in
+            var done = 0
+            while done < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+                if n <= 0 { break }
+                done += n
+            }
+        }
+    }
+
+    private func due(every seconds: Double) -> Bool {
+        let now = Self.now()
+        return last.withLock { s in
+            guard now - s.time >= seconds else { return false }
+            s.time = now
+            return true
+        }
+    }
+
+    private func printText(_ event: DownloadEvent) -> Bool {
+        switch event {
+        case .started(let total, let resumed, let segments):
+            let size = total.map(Units.formatBytes) ?? "unknown size"
+            let from = resumed > 0 ? ", resuming at \(Units.formatBytes(resumed))" : ""
+            line("Downloading \(url) -> \(destination) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))")
+        case .progress(let p):
+            if mode == .tty {
+                guard due(every: 0.1) else { return false }
+                write("\r\u{1B}[K" + bar(p), stdout: false)
+                last.withLock { $0.barShown = true }
+            } else if due(every: 1) {
+                line(summary(p))
+            }
+        case .restarted(let reason):
+            line("Restarting from 0: \(reason)")
+        case .retrying(let attempt, let delay, let reason):
+            line("Retry \(attempt) in \(Units.formatDuration(delay)): \(reason)")
+        case .warning(let text):
+            line("Warning: \(text)")
+        case .checkpointed:
+            break
+        case .paused(let p):
+            line("Paused at \(Units.formatBytes(p.bytesDone)).")
+            return true
+        case .completed(let r):
+            let reused = r.resumedBytes > 0 ? ", \(Units.formatBytes(r.resumedBytes)) reused" : ""
+            line(
+                "Done: \(Units.formatBytes(r.totalBytes)), \(Units.formatBytes(r.bytesFetched)) fetched\(reused)."
+            )
+            return true
+        case .cancelled:
+            line("Cancelled; the partial file was removed.")
+            return true
+        case .failed:
+            return true
+        }
+        return false
+    }
+
+    private func summary(_ p: DownloadProgress) -> String {
+        var text = Units.formatBytes(p.bytesDone)
+        if let total = p.totalBytes, total > 0 {
+            text += " / \(Units.formatBytes(total)) (\(Int(Double(p.bytesDone) * 100 / Double(total)))%)"
+        }
+        text += ", \(Units.formatBytes(Int64(p.bytesPerSecond)))/s"
+        if let eta = eta(p) { text += ", ETA \(eta)" }
+        text += ", \(p.activeSegments) segment\(p.activeSegments == 1 ? "" : "s")"
+        return text
+    }
+
+    private func eta(_ p: DownloadProgress) -> String? {
+        guard let total = p.totalBytes, p.bytesPerSecond > 1 else { return nil }
+        let seconds = Double(max(0, total - p.bytesDone)) / p.bytesPerSecond
+        guard seconds < 1e7 else { return nil }
+        return Units.formatDuration(.milliseconds(Int64(seconds * 1000)))
+    }
+
+    private func bar(_ p: DownloadProgress) -> String {
+        let width = 30
+        var filled = 0
+        if let total = p.totalBytes, total > 0 { filled = Int(Double(width) * Double(p.bytesDone) / Double(total)) }
+        filled = min(width, max(0, filled))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+            + summary(p)
+    }
+
+    private func printJSON(_ event: DownloadEvent) -> Bool {
+        var fields: [(String, JSONValue)]
+        var terminal = false
+        switch event {
+        case .started(let total, let resumed, let segments):
+            fields = [("event", .string("started")), ("totalBytes", total.map { .int($0) } ?? .null),
+                      ("resumedBytes", .int(resumed)), ("segments", .int(Int64(segments)))]
+        case .progress(let p):
+            guard due(every: 0.5) else { return false }
+            fields = [("event", .string("progress"))] + progressFields(p)
+        case .restarted(let reason):
+            fields = [("event", .string("restarted")), ("reason", .string(reason))]
+        case .retrying(let attempt, let delay, let reason):
+            fields = [("event", .string("retrying")), ("attempt", .int(Int64(attempt))),
+                      ("delayMs", .int(Int64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000))),
+                      ("reason", .string(reason))]
+        case .warning(let text):
+            fields = [("event", .string("warning")), ("message", .string(text))]
+        case .checkpointed(let done):
+            fields = [("event", .string("checkpointed")), ("bytesDone", .int(done))]
+        case .paused(let p):
+            fields = [("event", .string("paused")), ("state", .string("paused"))] + progressFields(p)
+                + [("message", .string("Run the same command again to resume."))]
+            terminal = true
+        case .completed(let r):
+            fields = [("event", .string("completed")), ("state", .string("completed")), ("path", .string(r.path)),
+                      ("sha256", .string(r.sha256)), ("totalBytes", .int(r.totalBytes)),
+                      ("bytesFetched", .int(r.bytesFetched)), ("refetchedBytes", .int(r.refetchedBytes)),
+                      ("resumedBytes", .int(r.resumedBytes))]
+            terminal = true
+        case .cancelled:
+            fields = [("event", .string("cancelled")), ("state", .string("cancelled"))]
+            terminal = true
+        case .failed(let error):
+            fields = [("event", .string("failed")), ("state", .string("failed")), ("code", .string(error.code.rawValue)),
+                      ("message", .string(error.message))]
+            terminal = true
+        }
+        write(JSONValue.object(fields).text + "\n", stdout: true)
+        return terminal
+    }
+
+    private func progressFields(_ p: DownloadProgress) -> [(String, JSONValue)] {
+        [("bytesDone", .int(p.bytesDone)), ("totalBytes", p.totalBytes.map { .int($0) } ?? .null),
+         ("bytesFetched", .int(p.bytesFetched)), ("bytesPerSecond", .int(Int64(p.bytesPerSecond))),
+         ("activeSegments", .int(Int64(p.activeSegments)))]
+    }
+}
+
+/// Just enough JSON for one event per line.
+enum JSONValue {
+    case string(String)
+    case int(Int64)
+    case null
+    case object([(String, JSONValue)])
+
+    var text: String {
+        switch self {
+        case .int(let v): return String(v)
+        case .null: return "null"
+        case .string(let s): return Self.quote(s)
+        case .object(let fields): return "{" + fields.map { Self.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        }
+    }
+
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,28 @@
+/// A misbehaviour the range server can inject; each one is a row of the downloader's test table.
+public enum RangeFault: Sendable {
+    /// Answer 200 with the whole object to every Range request.
+    case ignoreRange
+    /// Ignore If-Match, If-Unmodified-Since and If-Range: a changed object is served as 206 with its
+    /// new ETag (what some S3-compatible servers do with If-Range).
+    case ignorePreconditions
+    /// Answer the next `times` ranged requests that start after 0 with a 206 starting `by` bytes earlier.
+    case earlierStart(by: Int64, times: Int)
+    /// After `afterBytes` body bytes in total, replace the object by `with` (new ETag) and close the
+    /// connection that was serving.
+    case replace(afterBytes: Int64, with: RangeContent)
+    /// Send the ETag as weak (`W/"..."`).
+    case weakETag
+    /// Send neither ETag nor Last-Modified.
+    case noValidators
+    /// Close the connection after `after` body bytes, `times` responses in a row (Content-Length
+    /// promises more).
+    case truncate(after: Int64, times: Int)
+    /// Reset the connection (TCP RST) after `after` body bytes, `times` responses in a row.
+    case reset(after: Int64, times: Int)
+    /// Send the body at about `bytesPerSecond` per response.
+    case throttle(bytesPerSecond: Int)
+    /// Answer 503 with `Retry-After: retryAfter` to the next `times` requests.
+    case unavailable(retryAfter: Int, times: Int)
+    /// Answer 416 to the next `times` ranged requests.
+    case rangeNotSatisfiable(times: Int)
+}

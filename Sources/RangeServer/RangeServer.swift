@@ -1,0 +1,238 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A small HTTP/1.1 server for byte ranges, with fault injection: the tests' peer and the demo's
+/// embedded server. Serves GET and HEAD with Range (`bytes=N-`, `N-M`, `-N`), If-Match (412),
+/// If-Unmodified-Since, If-Range, a strong ETag, Last-Modified and Accept-Ranges, streaming the body
+/// with backpressure (never the whole object in memory).
+public final class RangeServer: Sendable {
+    struct State {
+        var content: RangeContent
+        var faults: [(fault: RangeFault, remaining: Int)]
+        var requests: [ServedRequest] = []
+        var bytesServed: Int64 = 0
+        var openConnections = 0
+    }
+
+    /// The bound port (the kernel's choice when started with port 0).
+    public let port: Int
+    /// The bound host.
+    public let host: String
+    let channel: any Channel
+    let state: Mutex<State>
+
+    init(channel: any Channel, host: String, port: Int, content: RangeContent, faults: [RangeFault]) {
+        self.channel = channel
+        self.host = host
+        self.port = port
+        self.state = Mutex(State(content: content, faults: faults.map { ($0, Self.initialCount($0)) }))
+    }
+
+    static func initialCount(_ fault: RangeFault) -> Int {
+        switch fault {
+        case .earlierStart(_, let times), .truncate(_, let times), .reset(_, let times), .unavailable(_, let times),
+            .rangeNotSatisfiable(let times):
+            return times
+        default:
+            return Int.max
+        }
+    }
+
+    /// Starts a server on `host:port` (0: any free port) serving `content`, with `faults` injected.
+    public static func start(
+        host: String = "127.0.0.1", port: Int = 0, content: RangeContent, faults: [RangeFault] = []
+    ) async throws -> RangeServer {
+        let box = ServerBox()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(RangeHandler(box: box))
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        let server = RangeServer(
+            channel: channel, host: host, port: channel.localAddress?.port ?? port, content: content, faults: faults
+        )
+        box.server.withLock { $0 = server }
+        return server
+    }
+
+    /// The URL of `path` on this server.
+    public func url(_ path: String = "/file") -> String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "http://\(h):\(port)\(path)"
+    }
+
+    /// Replaces the object (its ETag changes with it).
+    public func setContent(_ content: RangeContent) { state.withLock { $0.content = content } }
+
+    /// Replaces the faults.
+    public func setFaults(_ faults: [RangeFault]) {
+        state.withLock { $0.faults = faults.map { ($0, Self.initialCount($0)) } }
+    }
+
+    /// The object served now.
+    public var content: RangeContent { state.withLock { $0.content } }
+    /// Requests answered so far.
+    public var requestCount: Int { state.withLock { $0.requests.count } }
+    /// Every request answered so far, with the body bytes sent for each.
+    public var requests: [ServedRequest] { state.withLock { $0.requests } }
+    /// Body bytes written to sockets, all requests together.
+    public var bytesServed: Int64 { state.withLock { $0.bytesServed } }
+
+    /// Connections open now.
+    public var openConnections: Int { state.withLock { $0.openConnections } }
+
+    func connection(opened: Bool) { state.withLock { $0.openConnections += opened ? 1 : -1 } }
+
+    /// Waits (polling every 10 ms, at most `timeout`) until no connection is open: requests a client
+    /// cancelled may still arrive on connections it has not closed yet.
+    public func waitUntilIdle(timeout: Duration = .seconds(2)) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while openConnections > 0, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Closes the listening socket (open connections end with their responses).
+    public func shutdown() async throws {
+        try await channel.close()
+    }
+
+    func has(_ match: (RangeFault) -> Bool) -> Bool {
+        state.withLock { $0.faults.contains { match($0.fault) } }
+    }
+
+    /// Decides the answer to `request` (and consumes counted faults).
+    func plan(_ request: ResponsePlan.Request) -> ResponsePlan {
+        state.withLock { s in
+            let index = s.requests.count
+            var plan = decide(request, state: &s, index: index)
+            s.requests.append(
+                ServedRequest(
+                    method: request.method, range: request.range, ifMatch: request.ifMatch, status: plan.status,
+                    start: plan.start, bodyBytes: 0
+                )
+            )
+            if request.method == "HEAD" { plan.end = plan.start }
+            return plan
+        }
+    }
+
+    private func take(_ s: inout State, _ match: (RangeFault) -> Bool) -> RangeFault? {
+        guard let i = s.faults.firstIndex(where: { match($0.fault) && $0.remaining > 0 }) else { return nil }
+        if s.faults[i].remaining != Int.max { s.faults[i].remaining -= 1 }
+        return s.faults[i].fault
+    }
+
+    private func decide(_ request: ResponsePlan.Request, state s: inout State, index: Int) -> ResponsePlan {
+        let content = s.content
+        let flags = s.faults.map(\.fault)
+        let weak = flags.contains { if case .weakETag = $0 { return true } else { return false } }
+        let none = flags.contains { if case .noValidators = $0 { return true } else { return false } }
+        let ignoreRange = flags.contains { if case .ignoreRange = $0 { return true } else { return false } }
+        let ignorePre = flags.contains { if case .ignorePreconditions = $0 { return true } else { return false } }
+        var headers: [(String, String)] = [("Accept-Ranges", "bytes")]
+        if !none {
+            headers.append(("ETag", weak ? "W/" + content.etag : content.etag))
+            headers.append(("Last-Modified", content.lastModified))
+        }
+        if case .unavailable(let after, _)? = take(&s, { if case .unavailable = $0 { return true } else { return false } }) {
+            return ResponsePlan(
+                status: 503, headers: [("Retry-After", "\(after)"), ("Content-Length", "0")], content: nil, index: index
+            )
+        }
+        var range: ResponsePlan.ParsedRange?
+        if let r = request.range, !ignoreRange { range = ResponsePlan.parseRange(r, size: content.size) }
+        if range != nil,
+            take(&s, { if case .rangeNotSatisfiable = $0 { return true } else { return false } }) != nil
+        {
+            range = .unsatisfiable
+        }
+        if !ignorePre && !none {
+            if let m = request.ifMatch, m != "*", !m.split(separator: ",").contains(where: { $0.trimmed == content.etag }) || weak {
+                return ResponsePlan(status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
+            }
+            if let since = request.ifUnmodifiedSince, since != content.lastModified {
+                return ResponsePlan(status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
+            }
+            if let ifRange = request.ifRange, ifRange != content.etag || weak, ifRange != content.lastModified {
+                range = nil
+            }
+        }
+        var plan = ResponsePlan(status: 200, headers: headers, content: content, index: index)
+        switch range {
+        case .unsatisfiable:
+            return ResponsePlan(
+                status: 416, headers: headers + [("Content-Range", "bytes */\(content.size)"), ("Content-Length", "0")],
+                content: nil, index: index
+            )
+        case .range(var first, let last):
+            if first > 0,
+                case .earlierStart(let by, _)? = take(&s, { if case .earlierStart = $0 { return true } else { return false } })
+            {
+                first = max(0, first - by)
+            }
+            plan.status = 206
+            plan.start = first
+            plan.end = last + 1
+            plan.headers.append(("Content-Range", "bytes \(first)-\(last)/\(content.size)"))
+        case nil:
+            plan.start = 0
+            plan.end = content.size
+        }
+        plan.headers.append(("Content-Length", "\(plan.end - plan.start)"))
+        if case .truncate(let after, _)? = take(&s, { if case .truncate = $0 { return true } else { return false } }) {
+            plan.cutAfter = after
+        } else if case .reset(let after, _)? = take(&s, { if case .reset = $0 { return true } else { return false } }) {
+            plan.cutAfter = after
+            plan.reset = true
+        }
+        for f in flags { if case .throttle(let bps) = f { plan.throttle = bps } }
+        return plan
+    }
+
+    /// Counts `n` bytes about to be sent for request `index`; returns how many may be sent before a
+    /// `replace` fault swaps the object (then the connection must close).
+    func willSend(_ n: Int64, index: Int) -> (allowed: Int64, replaced: Bool) {
+        state.withLock { s in
+            var allowed = n
+            var replaced = false
+            if let i = s.faults.firstIndex(where: { if case .replace = $0.fault { return $0.remaining > 0 } else { return false } }),
+                case .replace(let after, let next) = s.faults[i].fault
+            {
+                if s.bytesServed + n >= after {
+                    allowed = max(0, after - s.bytesServed)
+                    s.content = next
+                    s.faults[i].remaining = 0
+                    replaced = true
+                }
+            }
+            s.bytesServed += allowed
+            if index < s.requests.count { s.requests[index].bodyBytes += allowed }
+            return (allowed, replaced)
+        }
+    }
+}
+
+/// The handlers find the server through this box (the server exists only after bind).
+final class ServerBox: Sendable {
+    let server = Mutex<RangeServer?>(nil)
+}
+
+extension Substring {
+    var trimmed: Substring {
+        var s = self
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return s
+    }
+}

@@ -1,0 +1,178 @@
+import AsyncHTTPClient
+import Logging
+import Synchronization
+
+/// One checkpointed, resumable download: the library's entry point.
+///
+/// ```swift
+/// let download = Download(request: DownloadRequest(url: url, destination: "/tmp/file.iso"))
+/// async let outcome = download.run()
+/// for await event in download.events { print(event) }
+/// ```
+///
+/// `run()` resumes from the checkpoint beside the partial file when one exists. `pause()` stops it with
+/// the checkpoint flushed (run it again to resume); `cancel()` stops it and deletes what it wrote.
+public final class Download: Sendable {
+    enum StopReason: Sendable { case pause, cancel }
+
+    struct Control {
+        var running = false
+        var stopRequested: StopReason?
+        var stopSignal: AsyncStream<StopReason>.Continuation?
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+        var localAddress: String?
+    }
+
+    /// The request this download carries out.
+    public let request: DownloadRequest
+    /// Progress and state changes, in order. One consumer; finished when the download completes,
+    /// fails or is cancelled (not when it pauses).
+    public let events: AsyncStream<DownloadEvent>
+    let sink: AsyncStream<DownloadEvent>.Continuation
+    let client: HTTPClient?
+    let logger: Logger
+    let limiter: RateLimiter
+    let control: Mutex<Control>
+    let retry: RetryPolicy
+
+    /// Creates a download; nothing happens until `run()`.
+    /// - Parameters:
+    ///   - client: the HTTP client; build its configuration with `TransferClient.configuration()`
+    ///     (redirects must be disallowed: the downloader follows them itself). Nil uses
+    ///     `TransferClient.shared`, or a private client when the request's no-progress timeout is not 30 s.
+    ///   - logger: receives info and debug messages; URLs are logged with their query redacted.
+    public init(request: DownloadRequest, client: HTTPClient? = nil, logger: Logger = Logger(label: "meterwise.transfer")) {
+        self.request = request
+        self.client = client
+        self.logger = logger
+        self.limiter = RateLimiter(rate: request.rateLimit)
+        self.retry = RetryPolicy(maxAttempts: request.maxRetries)
+        var control = Control()
+        control.localAddress = request.localAddress
+        self.control = Mutex(control)
+        (events, sink) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    /// Changes the rate limit (bytes per second, nil for none); takes effect on the next buffer.
+    public func setRateLimit(_ bytesPerSecond: Int64?) {
+        limiter.setRate(bytesPerSecond)
+    }
+
+    /// The current rate limit.
+    public var rateLimit: Int64? { limiter.rate }
+
+    /// Binds the next connections to this source address (nil: any). Requests in flight keep theirs.
+    public func setLocalAddress(_ address: String?) {
+        control.withLock { $0.localAddress = address }
+    }
+
+    /// Stops a running download: in-flight requests are cancelled at once, queued data is written and
+    /// the checkpoint flushed; `run()` then returns `.paused`. Returns when that is done.
+    public func pause() async {
+        await stop(.pause)
+    }
+
+    /// Stops the download and deletes the partial file and the checkpoint; `run()` returns `.cancelled`.
+    public func cancel() async {
+        await stop(.cancel)
+        let idle = control.withLock { !$0.running }
+        if idle {
+            removePartial()
+            sink.yield(.cancelled)
+            sink.finish()
+        }
+    }
+
+    private func stop(_ reason: StopReason) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = control.withLock { s -> Bool in
+                guard s.running else { return true }
+                if s.stopRequested != .cancel { s.stopRequested = reason }
+                s.stopSignal?.yield(reason)
+                s.stopWaiters.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    func removePartial() {
+        CheckpointFile.remove(path: request.checkpointPath)
+        FileIO.remove(request.partialPath)
+        FileIO.syncDirectory(of: request.partialPath)
+    }
+
+    /// Runs the download to completion, pause or cancellation, resuming from the checkpoint if there
+    /// is one. Call it again after `.paused` to resume.
+    public func run() async throws(TransferError) -> DownloadOutcome {
+        let begun = control.withLock { s -> Bool in
+            guard !s.running else { return false }
+            s.running = true
+            s.stopRequested = nil
+            return true
+        }
+        guard begun else {
+            throw TransferError(.alreadyRunning, "This download is already running; wait for run() to return.")
+        }
+        var ownClient: HTTPClient?
+        let client: HTTPClient
+        if let given = self.client {
+            client = given
+        } else if request.noProgressTimeout == .seconds(30) {
+            client = TransferClient.shared
+        } else {
+            let own = HTTPClient(
+                eventLoopGroupProvider: .singleton,
+                configuration: TransferClient.configuration(noProgressTimeout: request.noProgressTimeout)
+            )
+            ownClient = own
+            client = own
+        }
+        let result: Result<DownloadOutcome, TransferError>
+        do throws(TransferError) {
+            result = .success(try await DownloadRun(download: self, client: client).perform())
+        } catch {
+            result = .failure(error)
+        }
+        if let ownClient { try? await ownClient.shutdown() }
+        let waiters = control.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.running = false
+            s.stopSignal = nil
+            s.stopRequested = nil
+            defer { s.stopWaiters = [] }
+            return s.stopWaiters
+        }
+        switch result {
+        case .success(let outcome):
+            switch outcome {
+            case .completed(let r):
+                sink.yield(.completed(r))
+                sink.finish()
+            case .cancelled:
+                sink.yield(.cancelled)
+                sink.finish()
+            case .paused:
+                break
+            }
+            for w in waiters { w.resume() }
+            return outcome
+        case .failure(let error):
+            sink.yield(.failed(error))
+            sink.finish()
+            for w in waiters { w.resume() }
+            throw error
+        }
+    }
+
+    /// A fresh stop signal for one attempt; yields at once if a stop was already requested.
+    func makeStopSignal() -> AsyncStream<StopReason> {
+        let (stream, continuation) = AsyncStream.makeStream(of: StopReason.self)
+        control.withLock { s in
+            s.stopSignal = continuation
+            if let r = s.stopRequested { continuation.yield(r) }
+        }
+        return stream
+    }
+
+    var localAddress: String? { control.withLock { $0.localAddress } }
+}

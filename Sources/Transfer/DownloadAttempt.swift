@@ -1,0 +1,305 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import NIOHTTP1
+#if canImport(FoundationEssentials)
+import struct FoundationEssentials.URL
+#else
+import struct Foundation.URL
+#endif
+
+/// The segments of one attempt, run as child tasks of one task group.
+extension DownloadRun {
+    /// What a child task of the attempt reports when it ends.
+    enum WorkerEvent: Sendable {
+        case done
+        case restart(RestartReason)
+        case failed(TransferError)
+        case learned(Int)
+        case stop(Download.StopReason)
+        case ended
+    }
+
+    /// How one request ended for its segment.
+    enum FetchOutcome: Sendable {
+        case rangeDone
+        case complete
+        case retry(after: Duration?, reason: String, progressed: Bool)
+        case end(WorkerEvent)
+    }
+
+    func attempt(board: DownloadBoard, writer: FileWriter, totals: Totals) async -> AttemptEnd {
+        let stopSignal = download.makeStopSignal()
+        let (learned, learnedContinuation) = AsyncStream.makeStream(of: Int.self)
+        board.setLearned(learnedContinuation)
+        let sink = download.sink
+        return await withTaskGroup(of: WorkerEvent.self) { group in
+            group.addTask {
+                for await reason in stopSignal { return .stop(reason) }
+                return .ended
+            }
+            group.addTask {
+                for await parts in learned { return .learned(parts) }
+                return .ended
+            }
+            group.addTask {
+                await ticker(board: board, totals: totals)
+                return .ended
+            }
+            var workers = 0
+            if let total = board.plan.total {
+                let n = max(1, min(board.parts(total: total), Int(board.plan.remainingBytes / max(1, board.plan.chunkSize)) + 1))
+                board.split(into: n)
+                writer.setSegments(n)
+                let c = board.counters
+                sink.yield(.started(totalBytes: total, resumedBytes: c.done, segments: n))
+                for id in 0..<n {
+                    group.addTask { await worker(id, board: board, writer: writer) }
+                }
+                workers = n
+            } else {
+                group.addTask { await worker(0, board: board, writer: writer) }
+                workers = 1
+            }
+            var end: AttemptEnd?
+            while let event = await group.next() {
+                switch event {
+                case .done:
+                    workers -= 1
+                    if workers == 0, end == nil {
+                        end = .complete
+                        group.cancelAll()
+                    }
+                case .learned(let n):
+                    let c = board.counters
+                    sink.yield(.started(totalBytes: c.total, resumedBytes: 0, segments: n))
+                    writer.setSegments(n)
+                    if end == nil, n > 1 {
+                        for id in 1..<n {
+                            group.addTask { await worker(id, board: board, writer: writer) }
+                        }
+                        workers += n - 1
+                    }
+                case .stop(let reason):
+                    if end == nil { end = .stopped(reason) }
+                    group.cancelAll()
+                case .restart(let reason):
+                    if end == nil { end = .restart(reason) }
+                    group.cancelAll()
+                case .failed(let error):
+                    if end == nil { end = .failed(error) }
+                    group.cancelAll()
+                case .ended:
+                    break
+                }
+            }
+            return end ?? .stopped(.pause)
+        }
+    }
+
+    /// Progress every 100 ms.
+    func ticker(board: DownloadBoard, totals: Totals) async {
+        let clock = ContinuousClock()
+        var lastTime = clock.now
+        let base = totals.fetched.withLock { $0 }
+        var lastFetched: Int64 = 0
+        var rate = 0.0
+        while true {
+            do {
+                try await Task.sleep(for: .milliseconds(100))
+            } catch {
+                return
+            }
+            let c = board.counters
+            let now = clock.now
+            let dt = (now - lastTime).secondsDouble
+            if dt > 0 {
+                let instant = Double(c.fetched - lastFetched) / dt
+                rate = rate == 0 ? instant : rate * 0.7 + instant * 0.3
+            }
+            lastTime = now
+            lastFetched = c.fetched
+            download.sink.yield(
+                .progress(
+                    DownloadProgress(
+                        bytesDone: c.done, totalBytes: c.total, bytesFetched: base + c.fetched, bytesPerSecond: rate,
+                        activeSegments: c.active
+                    )
+                )
+            )
+        }
+    }
+
+    /// One segment: takes ranges from the plan (stealing when none are pending) and fetches them,
+    /// retrying with backoff from where it stopped.
+    func worker(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> WorkerEvent {
+        var attempt = 0
+        while true {
+            guard board.assign(id) != nil else { return .done }
+            let outcome = await fetch(id, board: board, writer: writer)
+            switch outcome {
+            case .rangeDone:
+                attempt = 0
+            case .complete:
+                return .done
+            case .end(let event):
+                return event
+            case .retry(let after, let reason, let progressed):
+                if Task.isCancelled { return .ended }
+                if progressed { attempt = 0 }
+                attempt += 1
+                let c = board.counters
+                if c.done > 0, board.known?.validators.isEmpty ?? true, !request.resumeUnvalidated {
+                    return .restart(.unvalidated)
+                }
+                guard let delay = download.retry.delay(attempt: attempt, retryAfter: after, jitter: Double.random(in: 0..<1))
+                else {
+                    return .failed(
+                        TransferError(
+                            .retriesExhausted,
+                            "Gave up after \(attempt - 1) retries: \(reason). The checkpoint is saved; run the same command again to resume."
+                        )
+                    )
+                }
+                logger.debug("retrying", metadata: ["segment": "\(id)", "reason": "\(reason)", "delay": "\(delay)"])
+                download.sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    return .ended
+                }
+            }
+        }
+    }
+
+    /// One request for `id`'s current range, following redirects, then its body into the writer.
+    func fetch(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> FetchOutcome {
+        let (ask, known, hasLocalData, hasAllData) = board.ask(for: id)
+        var url = request.url
+        board.setInFlight(id, true)
+        defer { board.setInFlight(id, false) }
+        var redirects = 0
+        while true {
+            var http = HTTPClientRequest(url: url)
+            http.method = .GET
+            http.headers.add(name: "Accept-Encoding", value: "identity")
+            http.headers.add(name: "User-Agent", value: "meterwise")
+            if let range = ask.rangeHeader {
+                http.headers.add(name: "Range", value: range)
+                if let known, hasLocalData || ask.start > 0 || id > 0 {
+                    for (name, value) in known.validators.preconditionHeaders {
+                        http.headers.add(name: name, value: value)
+                    }
+                }
+            }
+            http.localAddress = download.localAddress
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
+            } catch {
+                if Task.isCancelled { return .end(.ended) }
+                return .retry(after: nil, reason: "the request failed (\(error))", progressed: false)
+            }
+            let head = ResponseHead(response)
+            let decision = ResponseClassifier.classify(
+                head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData
+            )
+            logger.debug(
+                "response",
+                metadata: [
+                    "segment": "\(id)", "status": "\(head.status)", "range": "\(ask.rangeHeader ?? "-")",
+                    "url": "\(RedactedURL.redact(url))",
+                ]
+            )
+            switch decision {
+            case .redirect(let location):
+                redirects += 1
+                guard redirects <= 10 else {
+                    return .end(.failed(TransferError(.tooManyRedirects, "More than 10 redirects; check the URL.")))
+                }
+                guard let base = URL(string: url), let next = URL(string: location, relativeTo: base)?.absoluteURL,
+                    let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                else {
+                    return .end(.failed(TransferError(.invalidURL, "The server redirected to an unusable Location; check the URL.")))
+                }
+                if RedactedURL.scheme(of: url) == "https" && scheme == "http" {
+                    return .end(
+                        .failed(
+                            TransferError(
+                                .insecureRedirect,
+                                "Refused a redirect from https to http (\(RedactedURL.redact(next.absoluteString))); use an https URL that stays on https."
+                            )
+                        )
+                    )
+                }
+                url = next.absoluteString
+                continue
+            case .body(let offset, _, let total, let validators):
+                board.accept(total: total, validators: validators, ranged: head.status == 206, segment: id)
+                return await consume(response.body, from: offset, id: id, board: board, writer: writer)
+            case .restart(let reason):
+                return .end(.restart(reason))
+            case .complete:
+                return .complete
+            case .retry(let after, let reason):
+                return .retry(after: after, reason: reason, progressed: false)
+            case .fail(let error):
+                return .end(.failed(error))
+            }
+        }
+    }
+
+    /// Streams a body to the writer at the Content-Range offset, up to the segment's (shrinking) end.
+    func consume(
+        _ body: HTTPClientResponse.Body, from offset: Int64, id: Int, board: DownloadBoard, writer: FileWriter
+    ) async -> FetchOutcome {
+        var position = offset
+        let onBytes = request.onBytes
+        do {
+            for try await buffer in body {
+                let n = buffer.readableBytes
+                board.received(n)
+                onBytes?(n)
+                let end = board.end(of: id)
+                if position >= end { break }
+                var slice = buffer
+                if Int64(n) > end - position {
+                    slice = buffer.getSlice(at: buffer.readerIndex, length: Int(end - position))!
+                }
+                try await download.limiter.wait(for: n)
+                try await writer.write(slice, at: position)
+                position += Int64(slice.readableBytes)
+                board.advance(id, to: position, wrote: slice.readableBytes)
+                if position >= end { break }
+            }
+        } catch let error as TransferError {
+            return .end(.failed(error))
+        } catch {
+            if Task.isCancelled { return .end(.ended) }
+            return .retry(after: nil, reason: "the connection failed at byte \(position) (\(error))", progressed: position > offset)
+        }
+        if Task.isCancelled { return .end(.ended) }
+        let end = board.end(of: id)
+        if position >= end { return .rangeDone }
+        if end == RangePlan.unknownEnd {
+            board.learnEnd(at: position)
+            return .rangeDone
+        }
+        return .retry(after: nil, reason: "the body ended early at byte \(position)", progressed: position > offset)
+    }
+}
+
+extension ResponseHead {
+    init(_ response: HTTPClientResponse) {
+        let h = response.headers
+        self.init(
+            status: Int(response.status.code),
+            etag: h.first(name: "ETag"),
+            lastModified: h.first(name: "Last-Modified"),
+            contentRange: h.first(name: "Content-Range"),
+            contentLength: h.first(name: "Content-Length").flatMap { Int64($0) },
+            retryAfter: h.first(name: "Retry-After"),
+            location: h.first(name: "Location")
+        )
+    }
+}

@@ -1,0 +1,122 @@
+import Synchronization
+
+/// The shared state of one attempt: the range plan, what is known about the object, and counters.
+/// Segments read and update it under a lock; the decisions themselves live in `RangePlan` and
+/// `ResponseClassifier`.
+final class DownloadBoard: Sendable {
+    struct State {
+        var plan: RangePlan
+        var known: KnownObject?
+        var acceptRanges: Bool
+        /// The next request goes without a Range header (after a restart).
+        var plain: Bool
+        var parts: @Sendable (Int64) -> Int
+        var resumedBytes: Int64
+        var written: Int64 = 0
+        var fetched: Int64 = 0
+        var inFlight: Set<Int> = []
+        var learned: AsyncStream<Int>.Continuation?
+    }
+
+    let state: Mutex<State>
+
+    init(
+        plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool, parts: @escaping @Sendable (Int64) -> Int,
+        resumedBytes: Int64
+    ) {
+        state = Mutex(
+            State(plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts, resumedBytes: resumedBytes)
+        )
+    }
+
+    var known: KnownObject? { state.withLock { $0.known } }
+    var acceptRanges: Bool { state.withLock { $0.acceptRanges } }
+
+    /// Segments for an object of `total` bytes.
+    func parts(total: Int64) -> Int { state.withLock { $0.parts(total) } }
+
+    /// Splits pending work for `n` segments (a resumed attempt).
+    func split(into n: Int) { state.withLock { $0.plan.split(into: n) } }
+
+    /// Where attempts report "the first response arrived".
+    func setLearned(_ c: AsyncStream<Int>.Continuation) { state.withLock { $0.learned = c } }
+    var plan: RangePlan { state.withLock { $0.plan } }
+
+    func assign(_ segment: Int) -> RangePlan.Assignment? { state.withLock { $0.plan.assign(segment: segment) } }
+    func end(of segment: Int) -> Int64 { state.withLock { $0.plan.end(of: segment) } }
+    func release(_ segment: Int) { state.withLock { $0.plan.release(segment: segment) } }
+
+    /// The range to ask for next on `segment`, and whether local data exists that it continues.
+    func ask(for segment: Int) -> (RangeAsk, KnownObject?, hasLocalData: Bool, hasAllData: Bool) {
+        state.withLock { s in
+            let next = s.plan.next(of: segment)
+            let end = s.plan.end(of: segment)
+            let hasLocal = s.resumedBytes + s.written > 0
+            let hasAll = s.plan.total != nil && s.plan.isComplete
+            if s.plain && next == 0 {
+                s.plain = false
+                return (RangeAsk(start: 0, last: nil, ranged: false), s.known, hasLocal, hasAll)
+            }
+            let last: Int64? = end == RangePlan.unknownEnd || s.known == nil ? nil : end - 1
+            return (RangeAsk(start: next, last: last, ranged: true), s.known, hasLocal, hasAll)
+        }
+    }
+
+    /// Adopts the first response's validators and length; returns the segment count to run with.
+    func accept(total: Int64?, validators: Validators, ranged: Bool, segment: Int) {
+        state.withLock { s in
+            guard s.known == nil else {
+                if s.plan.total == nil, let total { s.plan.learnTotal(total, parts: 1) }
+                return
+            }
+            s.known = KnownObject(validators: validators, total: total)
+            s.acceptRanges = ranged
+            if let total {
+                let parts = ranged && !validators.isEmpty ? s.parts(total) : 1
+                s.plan.learnTotal(total, parts: parts)
+                s.learned?.yield(parts)
+            } else {
+                s.learned?.yield(1)
+            }
+        }
+    }
+
+    /// The body ended without a length: what was received is the whole object.
+    func learnEnd(at position: Int64) {
+        state.withLock { s in
+            s.plan.learnTotal(position, parts: 1)
+            s.known?.total = position
+        }
+    }
+
+    func received(_ n: Int) { state.withLock { $0.fetched += Int64(n) } }
+
+    func advance(_ segment: Int, to position: Int64, wrote n: Int) {
+        state.withLock { s in
+            s.plan.advance(segment: segment, to: position)
+            s.written += Int64(n)
+        }
+    }
+
+    func setInFlight(_ segment: Int, _ on: Bool) {
+        state.withLock { s in
+            if on { s.inFlight.insert(segment) } else { s.inFlight.remove(segment) }
+        }
+    }
+
+    var counters: (done: Int64, fetched: Int64, total: Int64?, active: Int) {
+        state.withLock { ($0.resumedBytes + $0.written, $0.fetched, $0.plan.total, $0.inFlight.count) }
+    }
+
+    func checkpoint(url: String, destination: String, pieces: [Checkpoint.Piece]) -> Checkpoint? {
+        state.withLock { s in
+            guard let known = s.known, let total = s.plan.total else { return nil }
+            let segments = s.plan.active.values.map { Checkpoint.SegmentRecord(start: $0.next, end: $0.end) }
+                .sorted { $0.start < $1.start }
+            return Checkpoint(
+                url: url, destination: destination, validators: known.validators, totalBytes: total,
+                acceptRanges: s.acceptRanges, chunkSize: s.plan.chunkSize, segments: segments, pieces: pieces
+            )
+        }
+    }
+}

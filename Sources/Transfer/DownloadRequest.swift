@@ -1,0 +1,84 @@
+/// What to download, where to, and how. A value: the `Download` copies it.
+public struct DownloadRequest: Sendable {
+    /// The GET URL. A presigned query is sent intact and redacted whenever the URL is printed.
+    public var url: String
+    /// An optional separate HEAD URL (presigned URLs are signed per method). HEAD is never required.
+    public var headURL: String?
+    /// The final path. The partial file is `destination + ".part"`, the checkpoint
+    /// `destination + ".part.checkpoint"` (see docs/checkpoint.md).
+    public var destination: String
+    /// Parallel ranged requests; nil is automatic: 1 below 8 MiB, otherwise up to 4.
+    public var segments: Int?
+    /// The expected sha256 in hex; the download fails with `checksumMismatch` when it differs.
+    public var expectedSHA256: String?
+    /// Overwrite an existing final file.
+    public var force: Bool
+    /// Resume a partial file even when the server gave no validator (no strong ETag, no Last-Modified).
+    public var resumeUnvalidated: Bool
+    /// Bytes per second for the whole download; nil is unlimited. Change it while running with
+    /// `Download.setRateLimit(_:)`.
+    public var rateLimit: Int64?
+    /// The source IP outgoing connections bind to (per-link routing); nil lets the kernel choose.
+    public var localAddress: String?
+    /// Write a checkpoint after this many bytes per segment...
+    public var checkpointEveryBytes: Int64
+    /// ... or after this long, whichever comes first.
+    public var checkpointEvery: Duration
+    /// The unit of the per-chunk sha256 in the checkpoint and of range splitting.
+    public var chunkSize: Int64
+    /// A request that makes no progress for this long is cancelled and retried.
+    public var noProgressTimeout: Duration
+    /// Retries of one range without progress before the download fails.
+    public var maxRetries: Int
+    /// Called on the network path with the size of every received body buffer (for per-link
+    /// accounting). Must be cheap and must not block.
+    public var onBytes: (@Sendable (Int) -> Void)?
+
+    /// A request with the defaults: automatic segments, checkpoint every 4 MiB or 1 s, 4 MiB chunks.
+    public init(
+        url: String,
+        destination: String,
+        headURL: String? = nil,
+        segments: Int? = nil,
+        expectedSHA256: String? = nil,
+        force: Bool = false,
+        resumeUnvalidated: Bool = false,
+        rateLimit: Int64? = nil,
+        localAddress: String? = nil,
+        checkpointEveryBytes: Int64 = 4 << 20,
+        checkpointEvery: Duration = .seconds(1),
+        chunkSize: Int64 = 4 << 20,
+        noProgressTimeout: Duration = .seconds(30),
+        maxRetries: Int = 8,
+        onBytes: (@Sendable (Int) -> Void)? = nil
+    ) {
+        self.url = url
+        self.destination = destination
+        self.headURL = headURL
+        self.segments = segments
+        self.expectedSHA256 = expectedSHA256
+        self.force = force
+        self.resumeUnvalidated = resumeUnvalidated
+        self.rateLimit = rateLimit
+        self.localAddress = localAddress
+        self.checkpointEveryBytes = checkpointEveryBytes
+        self.checkpointEvery = checkpointEvery
+        self.chunkSize = chunkSize
+        self.noProgressTimeout = noProgressTimeout
+        self.maxRetries = maxRetries
+        self.onBytes = onBytes
+    }
+
+    /// The partial file's path.
+    public var partialPath: String { destination + ".part" }
+    /// The checkpoint's path.
+    public var checkpointPath: String { destination + ".part.checkpoint" }
+
+    /// The segment count for an object of `total` bytes: the explicit count, or 1 below 8 MiB and
+    /// otherwise up to 4 (at least one chunk each).
+    public func segmentCount(total: Int64) -> Int {
+        if let segments { return max(1, segments) }
+        guard total >= 8 << 20 else { return 1 }
+        return Int(max(1, min(4, total / max(chunkSize, 1))))
+    }
+}

@@ -1,0 +1,226 @@
+import AsyncHTTPClient
+import Logging
+import Synchronization
+
+/// One call of `Download.run()`: load or discard the checkpoint, run attempts until the object is
+/// complete (restarting from 0 when the object changed), then verify and rename.
+struct DownloadRun: Sendable {
+    let download: Download
+    let client: HTTPClient
+    var request: DownloadRequest { download.request }
+    var logger: Logger { download.logger }
+
+    /// How one attempt ended.
+    enum AttemptEnd: Sendable {
+        case complete
+        case restart(RestartReason)
+        case stopped(Download.StopReason)
+        case failed(TransferError)
+    }
+
+    /// Holds the current attempt's board for the writer's checkpoint builder.
+    final class BoardRef: Sendable {
+        let board = Mutex<DownloadBoard?>(nil)
+    }
+
+    /// Run-wide counters.
+    final class Totals: Sendable {
+        let fetched = Mutex<Int64>(0)
+    }
+
+    static let maxRestarts = 4
+
+    func perform() async throws(TransferError) -> DownloadOutcome {
+        guard let scheme = RedactedURL.scheme(of: request.url), scheme == "http" || scheme == "https" else {
+            throw TransferError(.invalidURL, "\(RedactedURL.redact(request.url)) is not an http:// or https:// URL; give a full URL.")
+        }
+        if FileIO.exists(request.destination) && !request.force {
+            throw TransferError(
+                .destinationExists,
+                "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o."
+            )
+        }
+        let (checkpoint, unreadable) = CheckpointFile.read(path: request.checkpointPath)
+        let action = ResumeDecision.decide(
+            checkpoint: checkpoint, unreadable: unreadable, destination: request.destination,
+            resumeUnvalidated: request.resumeUnvalidated
+        )
+        var known: KnownObject?
+        var acceptRanges = false
+        var resumed: Int64 = 0
+        let file: PartialFile
+        switch action {
+        case .fresh:
+            file = try PartialFile(path: request.partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
+        case .discard(let reason):
+            download.sink.yield(.warning("Not resuming the partial file: \(reason.rawValue). Starting from 0."))
+            logger.info("checkpoint discarded", metadata: ["reason": "\(reason)"])
+            CheckpointFile.remove(path: request.checkpointPath)
+            file = try PartialFile(path: request.partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
+        case .resume(let cp):
+            file = try PartialFile(path: request.partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false)
+            let good = file.verify(cp.pieces)
+            if good.count < cp.pieces.count {
+                download.sink.yield(
+                    .warning("\(cp.pieces.count - good.count) damaged chunk(s) in the partial file will be fetched again.")
+                )
+            }
+            known = KnownObject(validators: cp.validators, total: cp.totalBytes)
+            acceptRanges = cp.acceptRanges
+            resumed = good.reduce(0) { $0 + $1.length }
+            logger.info(
+                "resuming", metadata: ["url": "\(RedactedURL.redact(request.url))", "bytes": "\(resumed)"]
+            )
+        }
+        let resumedAtStart = resumed
+        let ref = BoardRef()
+        let totals = Totals()
+        let url = request.url
+        let destination = request.destination
+        let sink = download.sink
+        let writer = FileWriter(
+            file: file, checkpointPath: request.checkpointPath, everyBytes: request.checkpointEveryBytes,
+            every: request.checkpointEvery,
+            makeCheckpoint: { pieces in
+                ref.board.withLock { $0 }?.checkpoint(url: url, destination: destination, pieces: pieces)
+            },
+            onCheckpoint: { done in sink.yield(.checkpointed(bytesDone: done)) }
+        )
+        var restarts = 0
+        var degraded = false
+        var plain = false
+        while true {
+            let pieces = await writer.onQueue { $0.pieces() }
+            let plan: RangePlan
+            if let total = known?.total {
+                let have = pieces.map { $0.offset..<($0.offset + $0.length) }
+                plan = RangePlan(total: total, missing: RangePlan.missing(total: total, have: have), chunkSize: file.chunkSize)
+                if plan.isComplete {
+                    return try await finish(writer: writer, total: total, resumedAtStart: resumedAtStart, totals: totals)
+                }
+            } else {
+                plan = .fresh(chunkSize: file.chunkSize)
+            }
+            let segmentsOption = degraded ? 1 : request.segments
+            let request = self.request
+            let board = DownloadBoard(
+                plan: plan, known: known, acceptRanges: acceptRanges, plain: plain,
+                parts: { total in
+                    var r = request
+                    r.segments = segmentsOption
+                    return r.segmentCount(total: total)
+                },
+                resumedBytes: pieces.reduce(0) { $0 + $1.length }
+            )
+            plain = false
+            ref.board.withLock { $0 = board }
+            let end = await attempt(board: board, writer: writer, totals: totals)
+            totals.fetched.withLock { $0 += board.counters.fetched }
+            known = board.known
+            acceptRanges = board.acceptRanges
+            switch end {
+            case .complete:
+                try await writer.drain()
+                if known?.total == nil {
+                    throw TransferError(.protocolViolation, "The server sent no length and the body ended; try again.")
+                }
+                let total = known?.total
+                await writer.onQueue { $0.setTotal(total) }
+                continue
+            case .restart(let reason):
+                restarts += 1
+                guard restarts <= Self.maxRestarts else {
+                    try? await writer.checkpointNow()
+                    throw TransferError(
+                        .objectUnstable,
+                        "Gave up after \(Self.maxRestarts) restarts: \(reason.rawValue). The object keeps changing; try again later."
+                    )
+                }
+                logger.info("restarting from 0", metadata: ["reason": "\(reason)"])
+                download.sink.yield(.restarted(reason: reason.rawValue))
+                try await writer.drain()
+                let failure = await writer.onQueue { f -> TransferError? in
+                    do throws(TransferError) {
+                        try f.reset(total: nil)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failure { throw failure }
+                CheckpointFile.remove(path: self.request.checkpointPath)
+                known = nil
+                acceptRanges = false
+                degraded = true
+                plain = true
+            case .stopped(.pause):
+                try await writer.checkpointNow()
+                let c = board.counters
+                download.sink.yield(
+                    .paused(
+                        DownloadProgress(
+                            bytesDone: c.done, totalBytes: c.total, bytesFetched: totals.fetched.withLock { $0 },
+                            bytesPerSecond: 0, activeSegments: 0
+                        )
+                    )
+                )
+                logger.info("paused", metadata: ["bytes": "\(c.done)"])
+                return .paused
+            case .stopped(.cancel):
+                try? await writer.drain()
+                download.removePartial()
+                return .cancelled
+            case .failed(let error):
+                try? await writer.checkpointNow()
+                throw error
+            }
+        }
+    }
+
+    /// Verifies length and sha256, renames atomically, removes the checkpoint.
+    func finish(writer: FileWriter, total: Int64, resumedAtStart: Int64, totals: Totals) async throws(TransferError)
+        -> DownloadOutcome
+    {
+        try await writer.drain()
+        let (size, digest) = await writer.onQueue { f -> (Int64, String) in
+            if f.size > total { FileIO.truncate(fd: f.fd, to: total) }
+            return (f.size, f.finalDigest(total: total))
+        }
+        guard size == total else {
+            throw TransferError(
+                .lengthMismatch,
+                "The partial file has \(size) bytes but the object has \(total); run the command again to resume."
+            )
+        }
+        try writer.file.sync()
+        if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+            download.removePartial()
+            throw TransferError(
+                .checksumMismatch,
+                "The download's sha256 is \(digest), not the expected \(expected); the partial file was removed. Check the checksum, or the URL serves another object."
+            )
+        }
+        if FileIO.exists(request.destination) && !request.force {
+            throw TransferError(
+                .destinationExists,
+                "\(request.destination) appeared during the download; pass --force to overwrite it (the partial file is kept)."
+            )
+        }
+        guard FileIO.rename(request.partialPath, to: request.destination) else {
+            throw FileIO.error("rename \(request.partialPath) to \(request.destination)")
+        }
+        FileIO.syncDirectory(of: request.destination)
+        CheckpointFile.remove(path: request.checkpointPath)
+        FileIO.syncDirectory(of: request.destination)
+        let fetched = totals.fetched.withLock { $0 }
+        let result = DownloadResult(
+            path: request.destination, sha256: digest, totalBytes: total, bytesFetched: fetched,
+            refetchedBytes: max(0, fetched - (total - resumedAtStart)), resumedBytes: resumedAtStart
+        )
+        logger.info(
+            "completed",
+            metadata: ["url": "\(RedactedURL.redact(request.url))", "sha256": "\(digest)", "bytes": "\(total)"]
+        )
+        return .completed(result)
+    }
+}

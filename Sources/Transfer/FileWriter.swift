@@ -1,0 +1,125 @@
+import Dispatch
+import NIOCore
+import Synchronization
+
+/// Moves disk writes, chunk hashing and checkpoints off the network path: buffers are queued (at most
+/// about 2 MiB) to one serial writer thread using `pwrite`, so the connection keeps reading while the
+/// disk works. Checkpoints are written by the same thread after an fsync of the data.
+final class FileWriter: Sendable {
+    struct State {
+        var queued = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var error: TransferError?
+        var bytesSinceCheckpoint: Int64 = 0
+        var lastCheckpoint = ContinuousClock.now
+        var segments = 1
+    }
+
+    let file: PartialFile
+    private let queue = DispatchQueue(label: "meterwise.transfer.writer")
+    private let state = Mutex(State())
+    private let limit: Int
+    private let everyBytes: Int64
+    private let every: Duration
+    /// Builds the checkpoint for the given verified pieces; nil while nothing is known yet.
+    private let makeCheckpoint: @Sendable ([Checkpoint.Piece]) -> Checkpoint?
+    private let checkpointPath: String
+    private let onCheckpoint: @Sendable (Int64) -> Void
+
+    init(
+        file: PartialFile, checkpointPath: String, everyBytes: Int64, every: Duration, limit: Int = 2 << 20,
+        makeCheckpoint: @escaping @Sendable ([Checkpoint.Piece]) -> Checkpoint?,
+        onCheckpoint: @escaping @Sendable (Int64) -> Void
+    ) {
+        self.file = file
+        self.checkpointPath = checkpointPath
+        self.everyBytes = everyBytes
+        self.every = every
+        self.limit = limit
+        self.makeCheckpoint = makeCheckpoint
+        self.onCheckpoint = onCheckpoint
+    }
+
+    /// The checkpoint cadence scales with parallel segments (4 MiB per segment by default).
+    func setSegments(_ n: Int) { state.withLock { $0.segments = max(1, n) } }
+
+    /// Queues `buffer` for `offset`; waits while more than the limit is queued.
+    func write(_ buffer: ByteBuffer, at offset: Int64) async throws(TransferError) {
+        let n = buffer.readableBytes
+        let (mustWait, error) = state.withLock { s -> (Bool, TransferError?) in
+            s.queued += n
+            return (s.queued > limit, s.error)
+        }
+        if let error { throw error }
+        queue.async { [self] in
+            var failure: TransferError?
+            do throws(TransferError) {
+                try file.write(buffer, at: offset)
+            } catch {
+                failure = error
+            }
+            let (resume, due) = state.withLock { s -> ([CheckedContinuation<Void, Never>], Bool) in
+                s.queued -= n
+                if let failure, s.error == nil { s.error = failure }
+                s.bytesSinceCheckpoint += Int64(n)
+                let due =
+                    s.bytesSinceCheckpoint >= everyBytes * Int64(s.segments)
+                    || ContinuousClock.now - s.lastCheckpoint >= every
+                var ready: [CheckedContinuation<Void, Never>] = []
+                if s.queued <= limit / 2 {
+                    ready = s.waiters
+                    s.waiters = []
+                }
+                return (ready, due)
+            }
+            for w in resume { w.resume() }
+            if due { checkpointOnQueue() }
+        }
+        if mustWait {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if s.queued <= limit / 2 { return true }
+                    s.waiters.append(c)
+                    return false
+                }
+                if now { c.resume() }
+            }
+        }
+    }
+
+    /// Runs on the queue: fsync the data, then write the checkpoint crash-safely.
+    private func checkpointOnQueue() {
+        do throws(TransferError) {
+            try file.sync()
+            let pieces = file.pieces()
+            guard let checkpoint = makeCheckpoint(pieces) else { return }
+            try CheckpointFile.write(checkpoint, path: checkpointPath)
+            state.withLock {
+                $0.bytesSinceCheckpoint = 0
+                $0.lastCheckpoint = .now
+            }
+            onCheckpoint(checkpoint.bytesDone)
+        } catch {
+            state.withLock { if $0.error == nil { $0.error = error } }
+        }
+    }
+
+    /// Runs `body` on the writer thread after every queued write.
+    func onQueue<T: Sendable>(_ body: @escaping @Sendable (PartialFile) -> T) async -> T {
+        await withCheckedContinuation { c in
+            queue.async { [file] in c.resume(returning: body(file)) }
+        }
+    }
+
+    /// Waits for queued writes, then writes a checkpoint (pause, shutdown, failure).
+    func checkpointNow() async throws(TransferError) {
+        await onQueue { _ in self.checkpointOnQueue() }
+        if let error = state.withLock({ $0.error }) { throw error }
+    }
+
+    /// Waits for queued writes and reports a write error, if any.
+    func drain() async throws(TransferError) {
+        await onQueue { _ in () }
+        if let error = state.withLock({ $0.error }) { throw error }
+    }
+}

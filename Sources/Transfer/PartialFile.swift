@@ -1,0 +1,228 @@
+import Crypto
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The `.part` file and the sha256 of every chunk as it is written.
+///
+/// Confined to the `FileWriter` queue once the download runs (hence `@unchecked Sendable`): every
+/// method is called from one thread at a time.
+final class PartialFile: @unchecked Sendable {
+    enum ChunkState {
+        case filling(filled: Int64, hasher: SHA256)
+        case done(length: Int64, digest: String)
+    }
+
+    let path: String
+    let fd: Int32
+    let chunkSize: Int64
+    private(set) var total: Int64?
+    private var chunks: [Int64: ChunkState] = [:]
+    /// The whole-file sha256 of bytes `0..<frontier`, fed while data arrives in order.
+    private var frontier: Int64 = 0
+    private var fullHasher = SHA256()
+
+    /// Opens (creating) the partial file; `truncate` empties it.
+    init(path: String, chunkSize: Int64, total: Int64?, truncate: Bool) throws(TransferError) {
+        self.path = path
+        self.chunkSize = chunkSize
+        self.total = total
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0o644)
+        guard fd >= 0 else { throw FileIO.error("open the partial file \(path)") }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    func setTotal(_ total: Int64?) {
+        self.total = total
+        guard let total else { return }
+        for (index, state) in chunks {
+            if case .filling(let filled, let hasher) = state, index * chunkSize + filled == total, filled > 0 {
+                chunks[index] = .done(length: filled, digest: hasher.finalize().hex)
+            }
+        }
+    }
+
+    func chunkLength(_ index: Int64) -> Int64 {
+        let start = index * chunkSize
+        guard let total else { return chunkSize }
+        return max(0, min(chunkSize, total - start))
+    }
+
+    /// Empties the file and forgets every chunk (restart from 0).
+    func reset(total: Int64?) throws(TransferError) {
+        guard ftruncate(fd, 0) == 0 else { throw FileIO.error("truncate the partial file \(path)") }
+        chunks = [:]
+        frontier = 0
+        fullHasher = SHA256()
+        self.total = total
+    }
+
+    /// Checks the checkpoint's pieces against the file; keeps those whose sha256 matches and returns
+    /// them (the others are damaged and will be fetched again).
+    func verify(_ pieces: [Checkpoint.Piece]) -> [Checkpoint.Piece] {
+        var good: [Checkpoint.Piece] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        for piece in pieces.sorted(by: { $0.offset < $1.offset }) where piece.offset % chunkSize == 0 {
+            let index = piece.offset / chunkSize
+            guard piece.length <= chunkLength(index), chunks[index] == nil else { continue }
+            var hasher = SHA256()
+            var at = piece.offset
+            var ok = true
+            let inOrder = piece.offset == frontier
+            var full = fullHasher
+            while at < piece.offset + piece.length {
+                let want = Int(min(Int64(buffer.count), piece.offset + piece.length - at))
+                let n = buffer.withUnsafeMutableBytes {
+                    FileIO.preadFully(fd: fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: at)
+                }
+                if n != want {
+                    ok = false
+                    break
+                }
+                buffer.withUnsafeBytes {
+                    let slice = UnsafeRawBufferPointer(rebasing: $0[0..<n])
+                    hasher.update(bufferPointer: slice)
+                    if inOrder { full.update(bufferPointer: slice) }
+                }
+                at += Int64(n)
+            }
+            guard ok else { continue }
+            let digest = hasher
+            guard digest.finalize().hex == piece.sha256 else { continue }
+            if piece.length == chunkLength(index) {
+                chunks[index] = .done(length: piece.length, digest: piece.sha256)
+            } else {
+                chunks[index] = .filling(filled: piece.length, hasher: hasher)
+            }
+            if inOrder {
+                fullHasher = full
+                frontier += piece.length
+            }
+            good.append(piece)
+        }
+        return good
+    }
+
+    /// Writes `buffer` at `offset` and feeds the chunk hashes.
+    func write(_ buffer: ByteBuffer, at offset: Int64) throws(TransferError) {
+        let failure = buffer.withUnsafeReadableBytes { (raw: UnsafeRawBufferPointer) -> TransferError? in
+            do throws(TransferError) {
+                try FileIO.pwriteAll(fd: fd, raw, at: offset, what: "write to the partial file \(path)")
+            } catch {
+                return error
+            }
+            hash(raw, at: offset)
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    private func hash(_ raw: UnsafeRawBufferPointer, at offset: Int64) {
+        if offset == frontier {
+            fullHasher.update(bufferPointer: raw)
+            frontier += Int64(raw.count)
+        }
+        var at = offset
+        var rest = raw[...]
+        while !rest.isEmpty {
+            let index = at / chunkSize
+            let start = index * chunkSize
+            let take = Int(min(Int64(rest.count), start + chunkSize - at))
+            let slice = UnsafeRawBufferPointer(rebasing: rest.prefix(take))
+            var filled: Int64 = 0
+            var hasher = SHA256()
+            switch chunks[index] {
+            case .filling(let f, let h):
+                filled = f
+                hasher = h
+            case .done, nil:
+                break
+            }
+            if start + filled != at {
+                // Not a continuation of what this chunk holds (data was re-sent): restart its hash
+                // only when the write starts the chunk; otherwise forget it so no checkpoint claims it.
+                filled = 0
+                hasher = SHA256()
+                if at != start {
+                    chunks[index] = nil
+                    at += Int64(take)
+                    rest = rest.dropFirst(take)
+                    continue
+                }
+            }
+            hasher.update(bufferPointer: slice)
+            filled += Int64(take)
+            if filled == chunkLength(index) {
+                chunks[index] = .done(length: filled, digest: hasher.finalize().hex)
+            } else {
+                chunks[index] = .filling(filled: filled, hasher: hasher)
+            }
+            at += Int64(take)
+            rest = rest.dropFirst(take)
+        }
+    }
+
+    /// The verified pieces to record in a checkpoint (call after `sync`).
+    func pieces() -> [Checkpoint.Piece] {
+        chunks.keys.sorted().compactMap { index in
+            switch chunks[index]! {
+            case .done(let length, let digest):
+                return Checkpoint.Piece(offset: index * chunkSize, length: length, sha256: digest)
+            case .filling(let filled, let hasher):
+                guard filled > 0 else { return nil }
+                return Checkpoint.Piece(offset: index * chunkSize, length: filled, sha256: hasher.finalize().hex)
+            }
+        }
+    }
+
+    /// Bytes covered by chunk states.
+    var bytesHeld: Int64 {
+        chunks.values.reduce(0) { sum, state in
+            switch state {
+            case .done(let length, _): return sum + length
+            case .filling(let filled, _): return sum + filled
+            }
+        }
+    }
+
+    func sync() throws(TransferError) {
+        guard fsync(fd) == 0 else { throw FileIO.error("fsync the partial file \(path)") }
+    }
+
+    var size: Int64 { FileIO.size(fd: fd) ?? 0 }
+
+    /// The sha256 of the whole file of `total` bytes: the in-order hash so far, then the rest read back.
+    func finalDigest(total: Int64) -> String {
+        var hasher = fullHasher
+        var at = frontier
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while at < total {
+            let want = Int(min(Int64(buffer.count), total - at))
+            let n = buffer.withUnsafeMutableBytes {
+                FileIO.preadFully(fd: fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: at)
+            }
+            guard n > 0 else { break }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            at += Int64(n)
+        }
+        return hasher.finalize().hex
+    }
+}
+
+extension Sequence where Element == UInt8 {
+    /// Lower-case hex.
+    var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in self {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xf)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,166 @@
+/// Which byte ranges are still to fetch and which segment fetches what: a pure value.
+///
+/// Boundaries are aligned to `chunkSize` so that every chunk is written by one segment in order
+/// (its sha256 is computed as it arrives). An idle segment steals the upper half of the largest
+/// remaining assignment.
+public struct RangePlan: Sendable, Equatable {
+    /// One segment's current work: `next` is the next byte to receive, `end` is exclusive.
+    public struct Assignment: Sendable, Equatable {
+        public var next: Int64
+        public var end: Int64
+        /// Bytes left in this assignment.
+        public var remaining: Int64 { max(0, end - next) }
+    }
+
+    /// `end` of an assignment while the object's length is unknown.
+    public static let unknownEnd = Int64.max
+
+    /// The object's length, when known.
+    public private(set) var total: Int64?
+    /// Alignment of splits.
+    public let chunkSize: Int64
+    /// Work not yet assigned, in offset order.
+    public private(set) var pending: [Range<Int64>]
+    /// Work assigned to segments, by segment id.
+    public private(set) var active: [Int: Assignment] = [:]
+
+    /// A plan for `missing` ranges of an object of `total` bytes (nil: unknown, fetch `0...`).
+    public init(total: Int64?, missing: [Range<Int64>], chunkSize: Int64) {
+        self.total = total
+        self.chunkSize = max(1, chunkSize)
+        self.pending = missing.filter { !$0.isEmpty }
+    }
+
+    /// A plan for a fresh download of unknown length.
+    public static func fresh(chunkSize: Int64) -> RangePlan {
+        RangePlan(total: nil, missing: [0..<unknownEnd], chunkSize: chunkSize)
+    }
+
+    /// True when nothing is pending and every assignment is done.
+    public var isComplete: Bool {
+        pending.isEmpty && active.values.allSatisfy { $0.remaining == 0 }
+    }
+
+    /// Bytes not yet received.
+    public var remainingBytes: Int64 {
+        pending.reduce(0) { $0 + Int64($1.count) } + active.values.reduce(0) { $0 + $1.remaining }
+    }
+
+    /// Cuts the pending work into `parts` pieces of about equal size, at chunk boundaries.
+    public mutating func split(into parts: Int) {
+        let total = pending.reduce(Int64(0)) { $0 + Int64($1.count) }
+        guard parts > 1, total > 0 else { return }
+        var pieces: [Range<Int64>] = []
+        var consumed: Int64 = 0
+        var k: Int64 = 1
+        for gap in pending {
+            var start = gap.lowerBound
+            while k < Int64(parts) {
+                let into = k * total / Int64(parts) - consumed
+                guard into < Int64(gap.count) else { break }
+                let cut = alignNearest(gap.lowerBound + into)
+                k += 1
+                if cut > start, cut < gap.upperBound {
+                    pieces.append(start..<cut)
+                    start = cut
+                }
+            }
+            pieces.append(start..<gap.upperBound)
+            consumed += Int64(gap.count)
+        }
+        pending = pieces
+    }
+
+    /// The object's length became known from the first response: unknown ends become `total`, and
+    /// the remaining work of the one active segment is split into `parts` (the others to pending).
+    public mutating func learnTotal(_ total: Int64, parts: Int) {
+        self.total = total
+        pending = pending.compactMap { r in
+            let upper = min(r.upperBound, total)
+            return r.lowerBound < upper ? r.lowerBound..<upper : nil
+        }
+        for (id, a) in active where a.end > total {
+            active[id]!.end = total
+        }
+        guard parts > 1, active.count == 1, let (id, a) = active.first, a.remaining > 0 else { return }
+        var rest = RangePlan(total: total, missing: [a.next..<a.end], chunkSize: chunkSize)
+        rest.split(into: parts)
+        guard let first = rest.pending.first else { return }
+        active[id]!.end = first.upperBound
+        pending = Array(rest.pending.dropFirst()) + pending
+    }
+
+    /// Gives `segment` its next range: pending work first, else half of the largest assignment
+    /// (at least two chunks must remain there). Nil when there is nothing left to take.
+    public mutating func assign(segment: Int) -> Assignment? {
+        if let a = active[segment], a.remaining > 0 { return a }
+        if !pending.isEmpty {
+            let r = pending.removeFirst()
+            let a = Assignment(next: r.lowerBound, end: r.upperBound)
+            active[segment] = a
+            return a
+        }
+        guard
+            let (victim, va) = active.filter({ $0.key != segment && $0.value.end != Self.unknownEnd })
+                .max(by: { $0.value.remaining < $1.value.remaining }),
+            va.remaining >= 2 * chunkSize
+        else {
+            active[segment] = nil
+            return nil
+        }
+        let cut = alignUp(va.next + va.remaining / 2)
+        guard cut > va.next, cut < va.end else {
+            active[segment] = nil
+            return nil
+        }
+        active[victim]!.end = cut
+        let a = Assignment(next: cut, end: va.end)
+        active[segment] = a
+        return a
+    }
+
+    /// Records that `segment` received bytes up to `position`.
+    public mutating func advance(segment: Int, to position: Int64) {
+        guard var a = active[segment] else { return }
+        a.next = min(max(a.next, position), a.end)
+        active[segment] = a
+    }
+
+    /// The current end of `segment`'s assignment (it shrinks when another segment steals).
+    public func end(of segment: Int) -> Int64 { active[segment]?.end ?? 0 }
+
+    /// The next byte `segment` should receive.
+    public func next(of segment: Int) -> Int64 { active[segment]?.next ?? 0 }
+
+    /// Returns `segment`'s unfinished work to pending (the segment stops).
+    public mutating func release(segment: Int) {
+        guard let a = active.removeValue(forKey: segment) else { return }
+        if a.remaining > 0 {
+            pending.append(a.next..<a.end)
+            pending.sort { $0.lowerBound < $1.lowerBound }
+        }
+    }
+
+    func alignNearest(_ value: Int64) -> Int64 {
+        let down = value - value % chunkSize
+        return value - down >= chunkSize / 2 ? down + chunkSize : down
+    }
+
+    func alignUp(_ value: Int64) -> Int64 {
+        let r = value % chunkSize
+        return r == 0 ? value : value + (chunkSize - r)
+    }
+
+    /// The complement of `have` (sorted, non-overlapping) within `0..<total`.
+    public static func missing(total: Int64, have: [Range<Int64>]) -> [Range<Int64>] {
+        var out: [Range<Int64>] = []
+        var at: Int64 = 0
+        for r in have.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if r.lowerBound > at { out.append(at..<min(r.lowerBound, total)) }
+            at = max(at, r.upperBound)
+            if at >= total { break }
+        }
+        if at < total { out.append(at..<total) }
+        return out.filter { !$0.isEmpty }
+    }
+}

@@ -1,0 +1,141 @@
+/// The parts of a response head the downloader decides on.
+public struct ResponseHead: Sendable, Equatable {
+    public var status: Int
+    public var etag: String?
+    public var lastModified: String?
+    public var contentRange: String?
+    public var contentLength: Int64?
+    public var retryAfter: String?
+    public var location: String?
+
+    /// Creates a head.
+    public init(
+        status: Int, etag: String? = nil, lastModified: String? = nil, contentRange: String? = nil,
+        contentLength: Int64? = nil, retryAfter: String? = nil, location: String? = nil
+    ) {
+        self.status = status
+        self.etag = etag
+        self.lastModified = lastModified
+        self.contentRange = contentRange
+        self.contentLength = contentLength
+        self.retryAfter = retryAfter
+        self.location = location
+    }
+
+    /// The validators this response carries (weak ETags dropped).
+    public var validators: Validators { Validators(etag: etag, lastModified: lastModified) }
+}
+
+/// The request a response answers: where it starts, where it ends (inclusive) if bounded, and
+/// whether it carried a Range header at all.
+public struct RangeAsk: Sendable, Equatable {
+    public var start: Int64
+    public var last: Int64?
+    public var ranged: Bool
+
+    /// Creates an ask.
+    public init(start: Int64, last: Int64? = nil, ranged: Bool = true) {
+        self.start = start
+        self.last = last
+        self.ranged = ranged
+    }
+
+    /// `bytes=start-` or `bytes=start-last`.
+    public var rangeHeader: String? {
+        guard ranged else { return nil }
+        if let last { return "bytes=\(start)-\(last)" }
+        return "bytes=\(start)-"
+    }
+}
+
+/// What the downloader knows about the object before this response.
+public struct KnownObject: Sendable, Equatable {
+    public var validators: Validators
+    public var total: Int64?
+
+    /// Creates the knowledge.
+    public init(validators: Validators, total: Int64?) {
+        self.validators = validators
+        self.total = total
+    }
+}
+
+/// Why the partial data is thrown away and the download starts from 0.
+public enum RestartReason: String, Sendable, Equatable {
+    case objectChanged = "the object changed on the server (validator or length differs)"
+    case preconditionFailed = "the server answered 412: the object changed since the download began"
+    case rangeIgnored = "the server answered 200 to a range request (ranges unsupported, or the object changed)"
+    case rangeMismatch = "the server's Content-Range is not the range that was asked for"
+    case rangeNotSatisfiable = "the server answered 416 and the local data is not complete"
+    case unvalidated = "the server gives no validator (strong ETag or Last-Modified), so the partial data cannot be proven to belong to the same object; pass --resume-unvalidated to keep it"
+    case damagedCheckpoint = "the checkpoint is unreadable or does not match this download"
+}
+
+/// What to do with a response: the action the I/O side carries out.
+public enum ResponseDecision: Sendable, Equatable {
+    /// Write the body at `offset`; `length` bytes are expected (nil: until the end of the body).
+    case body(offset: Int64, length: Int64?, total: Int64?, validators: Validators)
+    /// Discard everything and start again from 0 without a Range header.
+    case restart(RestartReason)
+    /// 416 and the local data already covers the object: verify and finish.
+    case complete
+    /// A transient failure: retry the same range after at least `after` (Retry-After), if given.
+    case retry(after: Duration?, reason: String)
+    /// Follow a redirect to `location`.
+    case redirect(location: String)
+    /// A failure retrying cannot fix.
+    case fail(TransferError)
+}
+
+/// Classifies a response head against the request and the checkpoint: the resume protocol as a pure
+/// function (the table in issue 3 and docs/checkpoint.md).
+public enum ResponseClassifier {
+    /// - Parameters:
+    ///   - head: the response head.
+    ///   - ask: the range that was requested.
+    ///   - known: what the checkpoint (or the first response) says about the object; nil before the
+    ///     first response of a fresh download.
+    ///   - hasLocalData: whether the partial file holds data this response would continue.
+    ///   - hasAllData: whether the local data already covers the whole object.
+    public static func classify(
+        _ head: ResponseHead, ask: RangeAsk, known: KnownObject?, hasLocalData: Bool, hasAllData: Bool = false
+    ) -> ResponseDecision {
+        switch head.status {
+        case 301, 302, 303, 307, 308:
+            guard let location = head.location, !location.isEmpty else {
+                return .fail(TransferError(.protocolViolation, "The server redirected without a Location header; check the URL."))
+            }
+            return .redirect(location: location)
+        case 206:
+            guard let text = head.contentRange, let range = ContentRange(header: text) else {
+                return .restart(.rangeMismatch)
+            }
+            guard ask.ranged, range.first == ask.start else { return .restart(.rangeMismatch) }
+            if let last = ask.last, range.last > last { return .restart(.rangeMismatch) }
+            if let known {
+                if let total = known.total, range.total != total { return .restart(.objectChanged) }
+                if !known.validators.matches(head.validators) { return .restart(.objectChanged) }
+            }
+            return .body(offset: range.first, length: range.length, total: range.total, validators: head.validators)
+        case 200:
+            if hasLocalData || ask.start != 0 { return .restart(.rangeIgnored) }
+            if let known, !known.validators.isEmpty, !known.validators.matches(head.validators) {
+                return .restart(.objectChanged)
+            }
+            return .body(offset: 0, length: head.contentLength, total: head.contentLength, validators: head.validators)
+        case 412:
+            return .restart(.preconditionFailed)
+        case 416:
+            return hasAllData ? .complete : .restart(.rangeNotSatisfiable)
+        case 408, 429, 500...599:
+            return .retry(after: head.retryAfter.flatMap(RetryPolicy.parseRetryAfter), reason: "HTTP \(head.status)")
+        default:
+            return .fail(
+                TransferError(
+                    .httpStatus,
+                    "The server answered HTTP \(head.status); check the URL and your access to it (a presigned URL may have expired)."
+                )
+            )
+        }
+    }
+}

@@ -1,0 +1,34 @@
+/// What to do with what is on disk when a download starts.
+public enum ResumeAction: Sendable, Equatable {
+    /// Nothing usable: start from 0.
+    case fresh
+    /// Verify the checkpoint's pieces against the partial file and continue.
+    case resume(Checkpoint)
+    /// There is a checkpoint but it must not be used: say why and start from 0.
+    case discard(RestartReason)
+}
+
+/// Decides whether a checkpoint can be resumed: pure.
+public enum ResumeDecision {
+    /// - Parameters:
+    ///   - checkpoint: the decoded checkpoint, nil when there is none.
+    ///   - unreadable: a checkpoint file exists but does not decode.
+    ///   - destination: the request's final path.
+    ///   - resumeUnvalidated: the user's `--resume-unvalidated`.
+    public static func decide(
+        checkpoint: Checkpoint?, unreadable: Bool, destination: String, resumeUnvalidated: Bool
+    ) -> ResumeAction {
+        if unreadable { return .discard(.damagedCheckpoint) }
+        guard let cp = checkpoint else { return .fresh }
+        guard cp.format == Checkpoint.formatName, cp.version == Checkpoint.currentVersion, cp.chunkSize > 0,
+            cp.destination == destination, let total = cp.totalBytes, total >= 0
+        else { return .discard(.damagedCheckpoint) }
+        if cp.pieces.contains(where: { $0.offset < 0 || $0.length <= 0 || $0.offset + $0.length > total }) {
+            return .discard(.damagedCheckpoint)
+        }
+        if cp.pieces.isEmpty { return .fresh }
+        guard cp.acceptRanges else { return .discard(.rangeIgnored) }
+        if cp.validators.isEmpty && !resumeUnvalidated { return .discard(.unvalidated) }
+        return .resume(cp)
+    }
+}

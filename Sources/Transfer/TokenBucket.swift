@@ -1,0 +1,73 @@
+import Synchronization
+
+/// A token bucket as a value: `take` says how long to wait before `bytes` may pass at `rate`.
+public struct TokenBucket: Sendable, Equatable {
+    /// Bytes per second; nil is unlimited.
+    public private(set) var rate: Int64?
+    /// Tokens available (may go negative: debt paid by waiting).
+    public private(set) var tokens: Double
+    /// The last time tokens were added, in seconds on the caller's clock.
+    public private(set) var last: Double
+
+    /// A bucket at `rate` holding at most 100 ms of tokens (bursts stay short).
+    public init(rate: Int64?, now: Double) {
+        self.rate = rate
+        self.tokens = 0
+        self.last = now
+    }
+
+    var capacity: Double { Double(rate ?? 0) / 10 }
+
+    /// Changes the rate; the bucket keeps no burst across a change.
+    public mutating func setRate(_ rate: Int64?, now: Double) {
+        self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
+        tokens = min(tokens, 0)
+        last = now
+    }
+
+    /// Takes `bytes` tokens at time `now` (seconds) and returns how long to wait, zero when none.
+    public mutating func take(_ bytes: Int, now: Double) -> Duration {
+        guard let rate, rate > 0 else { return .zero }
+        let r = Double(rate)
+        tokens = min(capacity, tokens + (now - last) * r)
+        last = now
+        tokens -= Double(bytes)
+        guard tokens < 0 else { return .zero }
+        return .nanoseconds(Int64(-tokens / r * 1e9))
+    }
+}
+
+/// The shared, changeable rate limit of one download: segments call `delay(for:)` per buffer.
+final class RateLimiter: Sendable {
+    private let bucket: Mutex<TokenBucket>
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+
+    init(rate: Int64?) {
+        origin = clock.now
+        bucket = Mutex(TokenBucket(rate: rate, now: 0))
+    }
+
+    private var now: Double { (clock.now - origin).secondsDouble }
+
+    func setRate(_ rate: Int64?) {
+        let now = self.now
+        bucket.withLock { $0.setRate(rate, now: now) }
+    }
+
+    var rate: Int64? { bucket.withLock { $0.rate } }
+
+    /// Waits as long as the bucket says; cancellable.
+    func wait(for bytes: Int) async throws {
+        let now = self.now
+        let delay = bucket.withLock { $0.take(bytes, now: now) }
+        if delay > .zero { try await Task.sleep(for: delay) }
+    }
+}
+
+extension Duration {
+    var secondsDouble: Double {
+        let (s, a) = components
+        return Double(s) + Double(a) / 1e18
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import Transfer
+
+/// SIGKILLs the built `meterwise get` at random moments and resumes it each time.
+@Suite(.serialized)
+struct CrashTests {
+    /// The debug binary built by `swift build` (tests run after it).
+    static var binary: String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        return root + "/.build/debug/meterwise"
+    }
+
+    static func launch(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    @Test func killedTenTimesThenResumedGivesTheRightFile() async throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.binary),
+            "\(Self.binary) is missing: run `swift build` before `swift test`"
+        )
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let segments = 2
+        let interval: Int64 = 4 << 20  // the default checkpoint interval
+        let content = RangeContent.generated(size: 48 << 20, seed: 21)
+        try await Fixture.withServer(content: content, faults: [.throttle(bytesPerSecond: 12 << 20)]) { server in
+            let output = fixture.path("out.bin")
+            let arguments = ["get", server.url(), "-o", output, "--segments", "\(segments)", "--json"]
+            var kills = 0
+            var worstLoss: Int64 = 0
+            var progressBefore: Int64 = 0
+            while kills < 10 {
+                let served = server.bytesServed
+                let process = try Self.launch(arguments)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 250...700)))
+                guard process.isRunning else { break }
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                kills += 1
+                let saved = Self.savedBytes(output + ".part.checkpoint")
+                // Bytes sent in this run that the checkpoint does not hold must be fetched again.
+                let sent = server.bytesServed - served
+                let loss = sent - max(0, saved - progressBefore)
+                worstLoss = max(worstLoss, loss)
+                progressBefore = saved
+            }
+            #expect(kills >= 10)
+            let last = try Self.launch(arguments)
+            last.waitUntilExit()
+            #expect(last.terminationStatus == 0)
+            #expect(Fixture.sha256(file: output) == content.sha256Hex())
+            let refetched = server.bytesServed - content.size
+            // At most one checkpoint interval per segment (plus what sat in socket buffers: 1 MiB).
+            #expect(worstLoss <= Int64(segments) * (interval + (1 << 20)), "worst loss per kill \(worstLoss)")
+            #expect(refetched <= Int64(kills) * Int64(segments) * (interval + (1 << 20)))
+        }
+    }
+
+    static func savedBytes(_ checkpointPath: String) -> Int64 {
+        guard let data = FileManager.default.contents(atPath: checkpointPath),
+            let checkpoint = try? JSONDecoder().decode(Checkpoint.self, from: data)
+        else { return 0 }
+        return checkpoint.bytesDone
+    }
+}

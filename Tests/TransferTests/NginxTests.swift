@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import Transfer
+
+/// Downloads from a real nginx (Debian's nginx-light), started with its own config on 127.0.0.1.
+@Suite(.serialized)
+struct NginxTests {
+    static let size = 24 << 20
+
+    /// Writes `size` random bytes to `path` and returns their sha256.
+    static func writeRandom(_ path: String, size: Int, seed: UInt64) throws -> String {
+        let content = RangeContent.generated(size: Int64(size), seed: seed)
+        _ = FileManager.default.createFile(atPath: path, contents: Data(content.allBytes()))
+        return content.sha256Hex()
+    }
+
+    func withNginx(location: String = "", _ body: (Nginx, Fixture) async throws -> Void) async throws {
+        if let reason = Nginx.unavailableReason {
+            print("NginxTests skipped: \(reason)")
+            return
+        }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let root = fixture.path("www")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let nginx = try Nginx(root: root, location: location)
+        defer { nginx.stop() }
+        try await body(nginx, fixture)
+    }
+
+    @Test func downloadsWithFourSegments() async throws {
+        try await withNginx { nginx, fixture in
+            let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 11)
+            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 4)
+            request.chunkSize = 1 << 20
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == sha)
+            #expect(Fixture.sha256(file: request.destination) == sha)
+            #expect(events.contains { if case .started(_, _, 4) = $0 { return true } else { return false } })
+        }
+    }
+
+    @Test func objectReplacedBetweenRunsGivesTheNewObject() async throws {
+        try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
+            _ = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 12)
+            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
+            request.chunkSize = 1 << 20
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+            #expect(first == .paused)
+            let newSHA = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size + 1000, seed: 13)
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(second.result?.sha256 == newSHA)
+            #expect(Fixture.sha256(file: request.destination) == newSHA)
+            #expect(events.restarts >= 1)
+        }
+    }
+
+    @Test func resumesAfterPause() async throws {
+        try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
+            let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 14)
+            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
+            request.chunkSize = 1 << 20
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 6 << 20)
+            #expect(first == .paused)
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            let result = try #require(second.result)
+            #expect(result.sha256 == sha)
+            #expect(result.resumedBytes > 0)
+            #expect(events.restarts == 0)
+        }
+    }
+
+    @Test func serverIgnoringRangeStillGivesACorrectFile() async throws {
+        try await withNginx(location: "max_ranges 0;") { nginx, fixture in
+            let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 15)
+            let request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"))
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == sha)
+            #expect(Fixture.sha256(file: request.destination) == sha)
+        }
+    }
+}

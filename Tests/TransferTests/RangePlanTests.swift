@@ -1,0 +1,104 @@
+import Testing
+@testable import Transfer
+
+struct RangePlanTests {
+    static let mib: Int64 = 1 << 20
+
+    @Test(arguments: [
+        (Int64(16 << 20), 4, [0..<(4 << 20), (4 << 20)..<(8 << 20), (8 << 20)..<(12 << 20), (12 << 20)..<(16 << 20)]),
+        (Int64(10 << 20), 4, [0..<(3 << 20), (3 << 20)..<(5 << 20), (5 << 20)..<(8 << 20), (8 << 20)..<(10 << 20)]),
+        (Int64(1 << 20), 4, [0..<(1 << 20)]),
+    ] as [(Int64, Int, [Range<Int64>])])
+    func learnTotalSplitsAtChunkBoundaries(_ total: Int64, _ parts: Int, _ expected: [Range<Int64>]) {
+        var plan = RangePlan.fresh(chunkSize: Self.mib)
+        _ = plan.assign(segment: 0)
+        plan.learnTotal(total, parts: parts)
+        let ranges = [plan.active[0]!].map { $0.next..<$0.end } + plan.pending
+        #expect(ranges == expected)
+    }
+
+    @Test func resumeSplitsTheGapsEvenly() {
+        var plan = RangePlan(total: 12 * Self.mib, missing: [(3 * Self.mib)..<(12 * Self.mib)], chunkSize: Self.mib)
+        plan.split(into: 4)
+        #expect(plan.pending.map(\.count) == [2, 3, 2, 2].map { Int($0 * Self.mib) })
+    }
+
+    @Test func idleSegmentStealsHalfOfTheLargest() {
+        var plan = RangePlan(total: 16 * Self.mib, missing: [0..<(16 * Self.mib)], chunkSize: Self.mib)
+        #expect(plan.assign(segment: 0) == .init(next: 0, end: 16 * Self.mib))
+        plan.advance(segment: 0, to: 2 * Self.mib)
+        let stolen = plan.assign(segment: 1)
+        #expect(stolen == .init(next: 9 * Self.mib, end: 16 * Self.mib))
+        #expect(plan.end(of: 0) == 9 * Self.mib)
+    }
+
+    @Test func nothingToStealBelowTwoChunks() {
+        var plan = RangePlan(total: 2 * Self.mib, missing: [0..<(2 * Self.mib)], chunkSize: Self.mib)
+        _ = plan.assign(segment: 0)
+        plan.advance(segment: 0, to: 1)
+        #expect(plan.assign(segment: 1) == nil)
+    }
+
+    @Test func releaseReturnsWorkToPending() {
+        var plan = RangePlan(total: 8 * Self.mib, missing: [0..<(8 * Self.mib)], chunkSize: Self.mib)
+        _ = plan.assign(segment: 0)
+        plan.advance(segment: 0, to: 3 * Self.mib)
+        plan.release(segment: 0)
+        #expect(plan.pending == [(3 * Self.mib)..<(8 * Self.mib)])
+        #expect(!plan.isComplete)
+    }
+
+    @Test(arguments: [
+        (Int64(100), [Range<Int64>](), [0..<Int64(100)]),
+        (100, [0..<40, 60..<100], [40..<60]),
+        (100, [10..<20, 20..<30], [0..<10, 30..<100]),
+        (100, [0..<100], []),
+    ] as [(Int64, [Range<Int64>], [Range<Int64>])])
+    func missingIsTheComplement(_ total: Int64, _ have: [Range<Int64>], _ expected: [Range<Int64>]) {
+        #expect(RangePlan.missing(total: total, have: have) == expected)
+    }
+
+    @Test func completesWhenAllAssignmentsReachTheirEnd() {
+        var plan = RangePlan(total: 3 * Self.mib, missing: [0..<(3 * Self.mib)], chunkSize: Self.mib)
+        plan.split(into: 3)
+        for id in 0..<3 {
+            let a = plan.assign(segment: id)!
+            plan.advance(segment: id, to: a.end)
+        }
+        #expect(plan.isComplete)
+        #expect(plan.remainingBytes == 0)
+    }
+}
+
+struct ResumeDecisionTests {
+    static func checkpoint(etag: String? = "\"e\"", total: Int64? = 100, ranges: Bool = true, pieces: Int = 1) -> Checkpoint {
+        Checkpoint(
+            url: "http://h/f", destination: "/tmp/f", validators: Validators(etag: etag, lastModified: nil), totalBytes: total,
+            acceptRanges: ranges, chunkSize: 50, segments: [],
+            pieces: (0..<pieces).map { Checkpoint.Piece(offset: Int64($0) * 50, length: 50, sha256: "x") }
+        )
+    }
+
+    @Test(arguments: [
+        ("no checkpoint", nil, false, false, ResumeAction.fresh),
+        ("unreadable", nil, true, false, .discard(.damagedCheckpoint)),
+        ("good", checkpoint(), false, false, .resume(checkpoint())),
+        ("no validators", checkpoint(etag: nil), false, false, .discard(.unvalidated)),
+        ("no validators, --resume-unvalidated", checkpoint(etag: nil), false, true, .resume(checkpoint(etag: nil))),
+        ("no ranges", checkpoint(ranges: false), false, false, .discard(.rangeIgnored)),
+        ("no length", checkpoint(total: nil), false, false, .discard(.damagedCheckpoint)),
+        ("pieces beyond the end", checkpoint(pieces: 3), false, false, .discard(.damagedCheckpoint)),
+        ("nothing written yet", checkpoint(pieces: 0), false, false, .fresh),
+    ] as [(String, Checkpoint?, Bool, Bool, ResumeAction)])
+    func decides(_ name: String, _ cp: Checkpoint?, _ unreadable: Bool, _ unvalidated: Bool, _ expected: ResumeAction) {
+        let action = ResumeDecision.decide(
+            checkpoint: cp, unreadable: unreadable, destination: "/tmp/f", resumeUnvalidated: unvalidated
+        )
+        #expect(action == expected, "\(name)")
+    }
+
+    @Test func otherDestinationIsDiscarded() {
+        let action = ResumeDecision.decide(checkpoint: Self.checkpoint(), unreadable: false, destination: "/tmp/g", resumeUnvalidated: false)
+        #expect(action == .discard(.damagedCheckpoint))
+    }
+}
