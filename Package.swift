@@ -98,8 +98,9 @@ let package = Package(
         .executableTarget(
             name: "Meterwise",
             dependencies: [
-                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab",
+                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
