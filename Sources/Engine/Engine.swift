@@ -15,6 +15,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     enum Command: Sendable {
         case drive(String, Download)
         case forward(Download)
+        case reconcile(String)
         case stopTransfer(Download, cancel: Bool)
         case wake(C.Instant)
         case stop
@@ -88,6 +89,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                     group.addTask { await self.drive(id, download) }
                 case let .forward(download):
                     group.addTask { await self.forwardEvents(download) }
+                case let .reconcile(id):
+                    reconcile(id)
                 case let .stopTransfer(download, cancel):
                     group.addTask { if cancel { await download.cancel() } else { await download.pause() } }
                 case let .wake(deadline):
@@ -233,7 +236,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         case let .adjust(rate):
             runtime.rate = rate
             runtime.download?.setRateLimit(rate)
-            accounting.route(job: id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey)
+            route(id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey)
             jobs[id] = runtime
             events.publish(.throttled(job: id, rate: rate))
         case let .wait(remaining):
@@ -246,7 +249,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             let resumeAt = clock.now.advanced(by: remaining)
             wake = min(wake ?? resumeAt, resumeAt)
         case .none:
-            if runtime.active { accounting.route(job: id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey) }
+            if runtime.active { route(id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey) }
             if !runtime.active && runtime.record.state == .queued && decision.action == .pause {
                 runtime.record.state = .waiting
             }
@@ -289,10 +292,19 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         runtime.record.state = .running
         runtime.record.error = nil
         jobs[id] = runtime
-        accounting.route(job: id, boundLink: runtime.boundLink, budgetKey: budgetKey)
+        route(id, boundLink: runtime.boundLink, budgetKey: budgetKey)
         persist(id)
         events.publish(.started(job: id, link: link, bound: localAddress != nil, resumedFrom: runtime.record.bytesDone))
         commandSink.yield(.drive(id, download))
+    }
+
+    /// Points the job's bytes at its link and budget, with the budget's allowance.
+    func route(_ id: String, boundLink: String?, budgetKey: String?) {
+        let limit = budgetKey.flatMap { key -> Int64? in
+            let name = key.split(separator: "@").dropLast().joined(separator: "@")
+            return policy.rules.lazy.compactMap(\.budget).first { $0.name == name }?.bytes
+        }
+        accounting.route(job: id, boundLink: boundLink, budgetKey: budgetKey, budgetLimit: limit)
     }
 
     func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
@@ -311,10 +323,14 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     func makeDownload(for record: JobRecord) -> Download {
         let accounting = self.accounting
         let id = record.id
+        let sink = commandSink
         var request = DownloadRequest(
             url: record.url, destination: record.destination, headURL: record.headURL, segments: record.segments,
             expectedSHA256: record.expectedSHA256,
-            onBytes: { count in accounting.record(job: id, bytes: count) })
+            onBytes: { count in
+                // A budget just ran out: decide again now, not at the next progress event.
+                if accounting.record(job: id, bytes: count) { sink.yield(.reconcile(id)) }
+            })
         configuration.tuneRequest(&request)
         var jobLogger = logger
         jobLogger[metadataKey: "job"] = "\(id)"

@@ -10,6 +10,8 @@ public final class LinkAccounting: Sendable {
         /// The link a bound transfer uses; nil when it follows the primary.
         var boundLink: String?
         var budgetKey: String?
+        /// The budget's allowance: crossing it must be noticed at once, not at the next progress event.
+        var budgetLimit: Int64?
     }
 
     struct State {
@@ -43,25 +45,28 @@ public final class LinkAccounting: Sendable {
     }
 
     /// Sets where a job's bytes go from now on.
-    public func route(job: String, boundLink: String?, budgetKey: String?) {
-        state.withLock { $0.routes[job] = Route(boundLink: boundLink, budgetKey: budgetKey) }
+    public func route(job: String, boundLink: String?, budgetKey: String?, budgetLimit: Int64? = nil) {
+        state.withLock { $0.routes[job] = Route(boundLink: boundLink, budgetKey: budgetKey, budgetLimit: budgetLimit) }
     }
 
     public func stopRouting(job: String) {
         state.withLock { _ = $0.routes.removeValue(forKey: job) }
     }
 
-    /// Counts `count` bytes received by `job`. Returns the bytes not yet persisted.
+    /// Counts `count` bytes received by `job`. Returns true when these bytes used up the job's budget.
     @discardableResult
-    public func record(job: String, bytes count: Int) -> Int64 {
+    public func record(job: String, bytes count: Int) -> Bool {
         state.withLock { state in
             let route = state.routes[job]
             let link = route?.boundLink ?? state.primary?.name ?? "unknown"
             state.bytesByLink[link, default: 0] += Int64(count)
             state.bytesByJob[job, default: 0] += Int64(count)
-            if let key = route?.budgetKey { state.usage.record(bytes: Int64(count), budgetKey: key) }
             state.unsaved += Int64(count)
-            return state.unsaved
+            guard let key = route?.budgetKey else { return false }
+            let before = state.usage.used(key)
+            state.usage.record(bytes: Int64(count), budgetKey: key)
+            guard let limit = route?.budgetLimit else { return false }
+            return before < limit && state.usage.used(key) >= limit
         }
     }
 
