@@ -78,6 +78,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 do {
                     for try await snapshot in monitor.snapshots() { await self.apply(snapshot) }
                     await self.monitorEnded()
+                } catch is CancellationError {
+                    // run() is ending.
                 } catch {
                     await self.monitorFailed(error)
                 }

@@ -34,6 +34,14 @@ struct Meterwise: AsyncParsableCommand {
             LinksCommand.self,
             GetCommand.self,
             PolicyCommand.self,
+            DaemonCommand.self,
+            AddCommand.self,
+            ListCommand.self,
+            StatusCommand.self,
+            PauseCommand.self,
+            ResumeCommand.self,
+            CancelCommand.self,
+            WatchCommand.self,
         ]
     )
 }
