@@ -129,7 +129,7 @@ public struct DecisionContext: Sendable {
                 earliest = earliest.map { min($0, period.end) } ?? period.end
             }
             if rule.action != .pause {
-                if let primary, let net = primaryClass, net.metered, !rule.allowsMetered {
+                if let primary, let net = primaryClass, net.metered, !rule.allowsMetered, c.metered != false {
                     s.misses.append("\(primary.name) is metered and this rule does not allow metered links "
                         + "(add `metered: yes` or `allow_metered: yes` to its when, or `via: any`)")
                 }
@@ -138,7 +138,7 @@ public struct DecisionContext: Sendable {
                 case .unmetered: s.allowedLinks = uplinks.filter { !$0.1.metered }.map(\.0.name)
                 case let .link(name): s.allowedLinks = uplinks.contains { $0.0.name == name } ? [name] : []
                 }
-                if s.allowedLinks.isEmpty {
+                if s.allowedLinks.isEmpty, s.misses.isEmpty {
                     s.misses.append("`via: \(rule.effectiveVia)` leaves no usable uplink")
                 }
             }

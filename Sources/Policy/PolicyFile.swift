@@ -5,8 +5,10 @@ import ConfigKit
 struct PolicyFile: Sendable {
     struct Entry<Value: Sendable>: Sendable {
         var name: String
-        /// Nil when the entry only removes an earlier one (`enabled: no`).
+        /// Nil when the entry removes an earlier one (`enabled: no`) or did not parse.
         var value: Value?
+        /// `enabled: no`: remove the earlier entry of this name.
+        var removes: Bool = false
         var before: String?
         var file: String
         var line: Int
@@ -57,6 +59,7 @@ struct PolicyMerger {
                              name: KeyPath<Value, String>, issues: inout [ConfigIssue]) {
         let existing = list.firstIndex { $0[keyPath: name] == entry.name }
         guard let value = entry.value else {
+            guard entry.removes else { return }  // did not parse; its problems are already reported
             if let existing {
                 list.remove(at: existing)
             } else {

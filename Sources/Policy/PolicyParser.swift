@@ -53,6 +53,7 @@ enum PolicyParser {
         _ node: Node, what: String, reader: inout YAMLReader,
         body: (Node, String, inout YAMLReader) -> Value?
     ) -> [PolicyFile.Entry<Value>] {
+        if case let .scalar(scalar) = node, ["", "~", "null"].contains(scalar.string) { return [] }  // `rules:` alone
         guard case let .sequence(sequence) = node else {
             reader.record(node, "\(what) must be a list of entries starting with `- name: ...`")
             return []
@@ -90,7 +91,8 @@ enum PolicyParser {
                     reader.record(item, "`enabled: no` removes the earlier entry `\(name)`; it takes no other keys",
                         hint: "remove \(others.joined(separator: ", ")) or `enabled: no`")
                 }
-                result.append(.init(name: name, value: nil, before: nil, file: reader.file, line: line, column: column))
+                result.append(.init(name: name, value: nil, removes: true, before: nil, file: reader.file, line: line,
+                                   column: column))
                 continue
             }
             let value = body(item, name, &reader)

@@ -27,7 +27,7 @@ import Testing
                                now: Fixtures.noon, timeZone: Fixtures.utc)
         #expect(e.text == """
             decision: pause (rule `pause-metered`)
-            at: 2026-11-18 12:00 UTC
+            at: 2026-11-18 12:00 GMT
             why:
               - rule `pause-metered` matched: metered is yes
               - primary uplink wwan0 (wwan) is metered: kind wwan is metered by default
@@ -35,7 +35,7 @@ import Testing
               run-unmetered (p.yaml:4)
                 - wwan0 is metered, the rule wants metered: no
               small-on-metered (p.yaml:7)
-                - size 700 MiB is not < 20MiB
+                - size 700.0 MiB is not < 20MiB
             """)
     }
 
