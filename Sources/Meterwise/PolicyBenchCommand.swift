@@ -42,10 +42,10 @@ extension PolicyCommand {
             }
             let now = Date(timeIntervalSince1970: 1_795_000_000)
             let zone = TimeZone(identifier: "Europe/Berlin")!
-            print("jobs: \(jobs), rounds: \(rounds) (median), link change: wlan0 (primary) goes down, wwan0 remains")
+            print("\(jobs) jobs, median of \(rounds) rounds; the link change: wlan0 (primary) goes down, wwan0 remains.")
             print("")
-            print(pad("policy", 18) + pad("rules", 6) + pad("before change", 15) + pad("after change", 14)
-                + pad("total", 10) + pad("per decision", 14) + "decide() unshared")
+            print("| policy | rules | \(jobs) jobs before | \(jobs) jobs after | total | per decision | \(jobs) jobs, decide() unshared |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
             for file in files {
                 let policySet = try PolicySet.load(path: file)
                 var beforeTimes: [Duration] = [], afterTimes: [Duration] = [], unshared: [Duration] = []
@@ -70,17 +70,18 @@ extension PolicyCommand {
                 func median(_ d: [Duration]) -> Duration { d.sorted()[d.count / 2] }
                 let total = median(beforeTimes) + median(afterTimes)
                 let perDecision = total / (2 * max(1, jobs))
-                print(pad(URL(fileURLWithPath: file).lastPathComponent, 18) + pad("\(policySet.rules.count)", 6)
-                    + pad(ms(median(beforeTimes)), 15) + pad(ms(median(afterTimes)), 14) + pad(ms(total), 10)
-                    + pad(String(format: "%.2f µs", perDecision.seconds * 1e6), 14)
-                    + ms(median(unshared)) + " / \(jobs) jobs")
+                let cells = [
+                    URL(fileURLWithPath: file).lastPathComponent, "\(policySet.rules.count)", ms(median(beforeTimes)),
+                    ms(median(afterTimes)), ms(total), String(format: "%.2f µs", perDecision.seconds * 1e6),
+                    ms(median(unshared)),
+                ]
+                print("| " + cells.joined(separator: " | ") + " |")
                 if runs < 0 { print(runs) }  // keeps the loop from being optimised away
             }
             print("")
-            print("goal: total (10 000 jobs before + after the change) <= 50 ms")
+            print("Goal: total (\(jobs) jobs decided before and after the change) <= 50 ms.")
         }
 
         func ms(_ d: Duration) -> String { String(format: "%.2f ms", d.seconds * 1000) }
-        func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
     }
 }

@@ -47,7 +47,7 @@ struct PolicyCommand: AsyncParsableCommand {
                 --link NAME treats that link as the primary uplink. Budgets are explained as unused.
                 """)
 
-        @Option(help: "Policy file or directory (default ./policies, or /etc/meterwise/policies.d).")
+        @Option(help: "Policy file or directory (default ./policies/default.yaml, or /etc/meterwise/policies.d).")
         var policy: String?
         @Option(help: "Explain as if this link were the primary uplink.")
         var link: String?
@@ -91,7 +91,9 @@ struct PolicyCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let policyPath = policy ?? PolicyCommand.defaultPath()
+            // ./policies holds alternative examples, so explain picks the default one of them.
+            let policyPath = policy ?? (FileManager.default.fileExists(atPath: "policies/default.yaml")
+                ? "policies/default.yaml" : PolicyCommand.defaultPath())
             let policySet: PolicySet
             do { policySet = try PolicySet.load(path: policyPath) } catch {
                 FileHandle.standardError.write(Data((error.description + "\n").utf8))

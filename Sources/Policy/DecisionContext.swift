@@ -129,7 +129,7 @@ public struct DecisionContext: Sendable {
                 earliest = earliest.map { min($0, period.end) } ?? period.end
             }
             if rule.action != .pause {
-                if let primary, let net = primaryClass, net.metered, !rule.allowsMetered, c.metered != false {
+                if let primary, let net = primaryClass, net.metered, !rule.allowsMetered, s.misses.isEmpty {
                     s.misses.append("\(primary.name) is metered and this rule does not allow metered links "
                         + "(add `metered: yes` or `allow_metered: yes` to its when, or `via: any`)")
                 }

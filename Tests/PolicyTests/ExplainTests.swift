@@ -61,3 +61,17 @@ import Testing
         #expect(object["metered"] as? Bool == true)
     }
 }
+
+@Suite struct ExplainNextChangeTests {
+    @Test func textShowsTheNextChangeInLocalTime() throws {
+        let policy = try PolicySet.load(path: Fixtures.repoRoot() + "/policies/edge-device.yaml")
+        let e = policy.explain(job: JobInfo(), snapshot: Fixtures.onCellular, usage: Usage(),
+                               now: Fixtures.date("2026-11-18T01:30:00Z"), timeZone: Fixtures.berlin)
+        #expect(e.decision.action == .throttle)
+        #expect(e.text.hasPrefix("decision: throttle at 1.00 MiB/s (rule `cellular-at-night`)\nat: 2026-11-18 02:30 GMT+1"))
+        #expect(e.text.contains("next change by time: 2026-11-18 05:00 GMT+1"))
+        #expect(e.text.contains("budget cellular: 0 B of 500.0 MiB used this monthly period, resets 2026-12-01 00:00 GMT+1"))
+        #expect(e.text.contains("  ethernet-always (\(Fixtures.repoRoot())/policies/edge-device.yaml:19)\n    - wwan0 is kind wwan, not ethernet"))
+        #expect(e.misses.map(\.why.count) == [1])
+    }
+}
