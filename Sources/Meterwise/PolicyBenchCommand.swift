@@ -26,29 +26,42 @@ extension PolicyCommand {
                 files = try FileManager.default.contentsOfDirectory(atPath: policy).filter { $0.hasSuffix(".yaml") }
                     .sorted().map { policy + "/" + $0 }
             }
-            let wlan = Link(index: 2, name: "wlan0", kind: .wlan, kindSource: "bench", up: true, running: true, ssid: "Home")
+            let wlan = Link(
+                index: 2, name: "wlan0", kind: .wlan, kindSource: "bench", up: true, running: true, ssid: "Home")
             let wwan = Link(index: 3, name: "wwan0", kind: .wwan, kindSource: "bench", up: true, running: true)
             var wlanDown = wlan
             wlanDown.up = false
             wlanDown.running = false
-            let before = LinkSnapshot(links: [wlan, wwan], defaultRoutes: [
-                DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
-                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)])
-            let after = LinkSnapshot(links: [wlanDown, wwan], defaultRoutes: [
-                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)], sequence: 1)
+            let before = LinkSnapshot(
+                links: [wlan, wwan],
+                defaultRoutes: [
+                    DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
+                    DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000),
+                ])
+            let after = LinkSnapshot(
+                links: [wlanDown, wwan],
+                defaultRoutes: [
+                    DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)
+                ], sequence: 1)
             let jobList = (0..<jobs).map { i in
-                JobInfo(id: "job\(i)", size: i % 10 == 0 ? nil : Int64(i % 97) << 20, priority: i % 5,
-                        tags: i % 3 == 0 ? ["os"] : [], allowMetered: i % 11 == 0)
+                JobInfo(
+                    id: "job\(i)", size: i % 10 == 0 ? nil : Int64(i % 97) << 20, priority: i % 5,
+                    tags: i % 3 == 0 ? ["os"] : [], allowMetered: i % 11 == 0)
             }
             let now = Date(timeIntervalSince1970: 1_795_000_000)
             let zone = TimeZone(identifier: "Europe/Berlin")!
-            print("\(jobs) jobs, median of \(rounds) rounds; the link change: wlan0 (primary) goes down, wwan0 remains.")
+            print(
+                "\(jobs) jobs, median of \(rounds) rounds; the link change: wlan0 (primary) goes down, wwan0 remains.")
             print("")
-            print("| policy | rules | \(jobs) jobs before | \(jobs) jobs after | total | per decision | \(jobs) jobs, decide() unshared |")
+            print(
+                "| policy | rules | \(jobs) jobs before | \(jobs) jobs after | total | per decision | \(jobs) jobs, decide() unshared |"
+            )
             print("|---|---:|---:|---:|---:|---:|---:|")
             for file in files {
                 let policySet = try PolicySet.load(path: file)
-                var beforeTimes: [Duration] = [], afterTimes: [Duration] = [], unshared: [Duration] = []
+                var beforeTimes: [Duration] = []
+                var afterTimes: [Duration] = []
+                var unshared: [Duration] = []
                 var runs = 0
                 for _ in 0..<rounds {
                     let clock = ContinuousClock()
@@ -62,7 +75,9 @@ extension PolicyCommand {
                     afterTimes.append(clock.now - t0)
                     t0 = clock.now
                     for job in jobList
-                    where policySet.decide(job: job, snapshot: after, usage: Usage(), now: now, timeZone: zone).action == .run {
+                    where policySet.decide(job: job, snapshot: after, usage: Usage(), now: now, timeZone: zone).action
+                        == .run
+                    {
                         runs += 1
                     }
                     unshared.append(clock.now - t0)

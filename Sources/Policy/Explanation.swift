@@ -89,7 +89,8 @@ public struct Explanation: Sendable, Hashable {
                 try c.encode(e.network?.labels ?? [], forKey: .labels)
                 try c.encode(e.network?.roaming, forKey: .roaming)
                 try c.encode(e.misses, forKey: .skipped)
-                try c.encode(e.decision.nextChange.map { ISO8601DateFormatter().string(from: $0) }, forKey: .next_change)
+                try c.encode(
+                    e.decision.nextChange.map { ISO8601DateFormatter().string(from: $0) }, forKey: .next_change)
                 try c.encode(e.decision.budgetKey, forKey: .budget_key)
             }
         }
