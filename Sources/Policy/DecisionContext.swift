@@ -17,6 +17,10 @@ public struct DecisionContext: Sendable {
         var allowedLinks: [String]
         var budgetKey: String?
         var budgetNote: String?
+        /// The reasons after the first when this rule matches (rate, links, budget, the link's class).
+        var matchedTail: [String] = []
+        /// The first reason when the rule has no job tests (the same for every job).
+        var matchedHead: String?
     }
 
     public let policy: PolicySet
@@ -33,6 +37,8 @@ public struct DecisionContext: Sendable {
     /// the default.
     let nextChanges: [Date?]
     let linkReasons: [String]
+    /// The decision when no rule matches (it does not depend on the job).
+    let fallback: Decision
 
     public init(policy: PolicySet, snapshot: LinkSnapshot, usage: Usage, now: Date, timeZone: TimeZone) {
         self.policy = policy
@@ -165,58 +171,76 @@ public struct DecisionContext: Sendable {
             states.append(s)
             nextChanges.append(earliest)
         }
+        for (index, rule) in policy.rules.enumerated() {
+            var s = states[index]
+            if rule.action == .throttle, let rate = rule.rate {
+                s.matchedTail.append("throttled to \(Units.formatBytes(rate))/s")
+            }
+            if rule.action != .pause {
+                s.matchedTail.append(
+                    "may use " + s.allowedLinks.joined(separator: ", ") + " (via \(rule.effectiveVia))")
+            }
+            if let note = s.budgetNote { s.matchedTail.append(note) }
+            s.matchedTail += linkReasons
+            if !Self.hasJobTests(rule.when) { s.matchedHead = Self.head(rule.name, s.passes) }
+            states[index] = s
+        }
         self.states = states
         self.nextChanges = nextChanges
+        self.fallback = Self.defaultDecision(
+            policy: policy, primary: primary, primaryClass: primaryClass, uplinks: uplinks,
+            next: nextChanges.last ?? nil, linkReasons: linkReasons)
+    }
+
+    static func hasJobTests(_ c: Condition) -> Bool {
+        c.size != nil || c.priority != nil || !c.tags.isEmpty || c.allowMetered != nil || c.allowRoaming != nil
+    }
+
+    static func head(_ name: String, _ passes: [String]) -> String {
+        "rule `\(name)` matched" + (passes.isEmpty ? " (it has no conditions)" : ": " + passes.joined(separator: ", "))
     }
 
     /// The decision for one job.
     public func decide(job: JobInfo) -> Decision {
-        evaluate(job: job, explaining: false).decision
+        var unused: [Explanation.Miss] = []
+        return evaluate(job: job, explaining: false, misses: &unused)
     }
 
     /// The decision for one job with, for every earlier rule, why it did not match.
     public func explain(job: JobInfo) -> Explanation {
-        evaluate(job: job, explaining: true)
+        var misses: [Explanation.Miss] = []
+        let decision = evaluate(job: job, explaining: true, misses: &misses)
+        return Explanation(decision: decision, context: self, misses: misses)
     }
 
-    func evaluate(job: JobInfo, explaining: Bool) -> Explanation {
-        var misses: [Explanation.Miss] = []
+    /// The first rule that matches; with `explaining`, every rule before it goes into `misses` with why.
+    func evaluate(job: JobInfo, explaining: Bool, misses: inout [Explanation.Miss]) -> Decision {
         for (index, rule) in policy.rules.enumerated() {
             let state = states[index]
+            if !explaining, !state.misses.isEmpty { continue }  // fast path: no need to say why
             var jobMisses: [String] = []
             var jobPasses: [String] = []
-            Self.testJob(rule.when, job: job, misses: &jobMisses, passes: &jobPasses)
+            if state.matchedHead == nil {
+                Self.testJob(rule.when, job: job, misses: &jobMisses, passes: &jobPasses)
+            }
             if state.misses.isEmpty && jobMisses.isEmpty {
-                var reasons = [
-                    "rule `\(rule.name)` matched"
-                        + (state.passes.isEmpty && jobPasses.isEmpty
-                            ? " (it has no conditions)" : ": " + (state.passes + jobPasses).joined(separator: ", "))
-                ]
-                if rule.action == .throttle, let rate = rule.rate {
-                    reasons.append("throttled to \(Units.formatBytes(rate))/s")
-                }
-                if rule.action != .pause {
-                    reasons.append(
-                        "may use " + state.allowedLinks.joined(separator: ", ") + " (via \(rule.effectiveVia))")
-                }
-                if let note = state.budgetNote { reasons.append(note) }
-                let decision = Decision(
+                let head = state.matchedHead ?? Self.head(rule.name, state.passes + jobPasses)
+                return Decision(
                     action: rule.action, rate: rule.action == .throttle ? rule.rate : nil,
                     allowedLinks: rule.action == .pause ? [] : state.allowedLinks, rule: rule.name,
-                    reasons: reasons + linkReasons, nextChange: nextChanges[index],
+                    reasons: [head] + state.matchedTail, nextChange: nextChanges[index],
                     budgetKey: rule.action == .pause ? nil : state.budgetKey)
-                return Explanation(decision: decision, context: self, misses: misses)
             }
-            if explaining {
-                misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses))
-            }
+            if explaining { misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses)) }
         }
-        return Explanation(decision: defaultDecision(), context: self, misses: misses)
+        return fallback
     }
 
-    func defaultDecision() -> Decision {
+    static func defaultDecision(
+        policy: PolicySet, primary: Link?, primaryClass: NetworkClass?, uplinks: [(link: Link, network: NetworkClass)],
+        next: Date?, linkReasons: [String]
+    ) -> Decision {
         let defaults = policy.defaults
-        let next = nextChanges.last ?? nil
         var reasons = ["no rule matched; the default action is \(defaults.action.rawValue)"]
         if defaults.action == .pause {
             return Decision(action: .pause, reasons: reasons + linkReasons, nextChange: next)
