@@ -18,21 +18,25 @@ func currentLinkSnapshot() async throws -> LinkSnapshot {
         }
         let uevent = read("uevent") ?? ""
         let devtype = uevent.split(separator: "\n").first { $0.hasPrefix("DEVTYPE=") }.map { String($0.dropFirst(8)) }
-        let wireless = FileManager.default.fileExists(atPath: dir + "/wireless")
+        let wireless =
+            FileManager.default.fileExists(atPath: dir + "/wireless")
             || FileManager.default.fileExists(atPath: dir + "/phy80211")
         let driver = (try? FileManager.default.destinationOfSymbolicLink(atPath: dir + "/device/driver"))
             .map { URL(fileURLWithPath: $0).lastPathComponent }
-        let facts = LinkFacts(name: name, devtype: devtype, hasWirelessDirectory: wireless,
-                              arphrd: read("type").flatMap { Int($0) }, driver: driver)
+        let facts = LinkFacts(
+            name: name, devtype: devtype, hasWirelessDirectory: wireless,
+            arphrd: read("type").flatMap { Int($0) }, driver: driver)
         let (kind, source) = LinkClassifier.classify(facts)
         let flags = read("flags").flatMap { Int($0.dropFirst(2), radix: 16) } ?? 0
         let operstate = read("operstate") ?? "unknown"
         let up = flags & 0x1 != 0
         let running = up && (flags & 0x40 != 0 || read("carrier") == "1")
         let mac = read("address").flatMap { $0.isEmpty || $0 == "00:00:00:00:00:00" ? nil : $0.lowercased() }
-        links.append(Link(index: read("ifindex").flatMap { Int($0) } ?? 0, name: name, kind: kind, kindSource: source,
-                          operstate: operstate, up: up, running: running, mtu: read("mtu").flatMap { Int($0) } ?? 1500,
-                          mac: mac, driver: driver))
+        links.append(
+            Link(
+                index: read("ifindex").flatMap { Int($0) } ?? 0, name: name, kind: kind, kindSource: source,
+                operstate: operstate, up: up, running: running, mtu: read("mtu").flatMap { Int($0) } ?? 1500,
+                mac: mac, driver: driver))
     }
     return LinkSnapshot(links: links, defaultRoutes: [])
 }

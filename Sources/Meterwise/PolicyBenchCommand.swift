@@ -26,29 +26,42 @@ extension PolicyCommand {
                 files = try FileManager.default.contentsOfDirectory(atPath: policy).filter { $0.hasSuffix(".yaml") }
                     .sorted().map { policy + "/" + $0 }
             }
-            let wlan = Link(index: 2, name: "wlan0", kind: .wlan, kindSource: "bench", up: true, running: true, ssid: "Home")
+            let wlan = Link(
+                index: 2, name: "wlan0", kind: .wlan, kindSource: "bench", up: true, running: true, ssid: "Home")
             let wwan = Link(index: 3, name: "wwan0", kind: .wwan, kindSource: "bench", up: true, running: true)
             var wlanDown = wlan
             wlanDown.up = false
             wlanDown.running = false
-            let before = LinkSnapshot(links: [wlan, wwan], defaultRoutes: [
-                DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
-                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)])
-            let after = LinkSnapshot(links: [wlanDown, wwan], defaultRoutes: [
-                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)], sequence: 1)
+            let before = LinkSnapshot(
+                links: [wlan, wwan],
+                defaultRoutes: [
+                    DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
+                    DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000),
+                ])
+            let after = LinkSnapshot(
+                links: [wlanDown, wwan],
+                defaultRoutes: [
+                    DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)
+                ], sequence: 1)
             let jobList = (0..<jobs).map { i in
-                JobInfo(id: "job\(i)", size: i % 10 == 0 ? nil : Int64(i % 97) << 20, priority: i % 5,
-                        tags: i % 3 == 0 ? ["os"] : [], allowMetered: i % 11 == 0)
+                JobInfo(
+                    id: "job\(i)", size: i % 10 == 0 ? nil : Int64(i % 97) << 20, priority: i % 5,
+                    tags: i % 3 == 0 ? ["os"] : [], allowMetered: i % 11 == 0)
             }
             let now = Date(timeIntervalSince1970: 1_795_000_000)
             let zone = TimeZone(identifier: "Europe/Berlin")!
-            print("jobs: \(jobs), rounds: \(rounds) (median), link change: wlan0 (primary) goes down, wwan0 remains")
+            print(
+                "\(jobs) jobs, median of \(rounds) rounds; the link change: wlan0 (primary) goes down, wwan0 remains.")
             print("")
-            print(pad("policy", 18) + pad("rules", 6) + pad("before change", 15) + pad("after change", 14)
-                + pad("total", 10) + pad("per decision", 14) + "decide() unshared")
+            print(
+                "| policy | rules | \(jobs) jobs before | \(jobs) jobs after | total | per decision | \(jobs) jobs, decide() unshared |"
+            )
+            print("|---|---:|---:|---:|---:|---:|---:|")
             for file in files {
                 let policySet = try PolicySet.load(path: file)
-                var beforeTimes: [Duration] = [], afterTimes: [Duration] = [], unshared: [Duration] = []
+                var beforeTimes: [Duration] = []
+                var afterTimes: [Duration] = []
+                var unshared: [Duration] = []
                 var runs = 0
                 for _ in 0..<rounds {
                     let clock = ContinuousClock()
@@ -62,7 +75,9 @@ extension PolicyCommand {
                     afterTimes.append(clock.now - t0)
                     t0 = clock.now
                     for job in jobList
-                    where policySet.decide(job: job, snapshot: after, usage: Usage(), now: now, timeZone: zone).action == .run {
+                    where policySet.decide(job: job, snapshot: after, usage: Usage(), now: now, timeZone: zone).action
+                        == .run
+                    {
                         runs += 1
                     }
                     unshared.append(clock.now - t0)
@@ -70,17 +85,18 @@ extension PolicyCommand {
                 func median(_ d: [Duration]) -> Duration { d.sorted()[d.count / 2] }
                 let total = median(beforeTimes) + median(afterTimes)
                 let perDecision = total / (2 * max(1, jobs))
-                print(pad(URL(fileURLWithPath: file).lastPathComponent, 18) + pad("\(policySet.rules.count)", 6)
-                    + pad(ms(median(beforeTimes)), 15) + pad(ms(median(afterTimes)), 14) + pad(ms(total), 10)
-                    + pad(String(format: "%.2f µs", perDecision.seconds * 1e6), 14)
-                    + ms(median(unshared)) + " / \(jobs) jobs")
+                let cells = [
+                    URL(fileURLWithPath: file).lastPathComponent, "\(policySet.rules.count)", ms(median(beforeTimes)),
+                    ms(median(afterTimes)), ms(total), String(format: "%.2f µs", perDecision.seconds * 1e6),
+                    ms(median(unshared)),
+                ]
+                print("| " + cells.joined(separator: " | ") + " |")
                 if runs < 0 { print(runs) }  // keeps the loop from being optimised away
             }
             print("")
-            print("goal: total (10 000 jobs before + after the change) <= 50 ms")
+            print("Goal: total (\(jobs) jobs decided before and after the change) <= 50 ms.")
         }
 
         func ms(_ d: Duration) -> String { String(format: "%.2f ms", d.seconds * 1000) }
-        func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
     }
 }

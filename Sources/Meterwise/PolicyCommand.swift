@@ -29,9 +29,10 @@ struct PolicyCommand: AsyncParsableCommand {
             let path = path ?? PolicyCommand.defaultPath()
             do {
                 let policy = try PolicySet.load(path: path)
-                print("\(path): OK (\(policy.files.count) file\(policy.files.count == 1 ? "" : "s"), "
-                    + "\(policy.networks.count) network rule\(policy.networks.count == 1 ? "" : "s"), "
-                    + "\(policy.rules.count) rule\(policy.rules.count == 1 ? "" : "s"))")
+                print(
+                    "\(path): OK (\(policy.files.count) file\(policy.files.count == 1 ? "" : "s"), "
+                        + "\(policy.networks.count) network rule\(policy.networks.count == 1 ? "" : "s"), "
+                        + "\(policy.rules.count) rule\(policy.rules.count == 1 ? "" : "s"))")
             } catch {
                 FileHandle.standardError.write(Data((error.description + "\n").utf8))
                 throw ExitCode(1)
@@ -47,7 +48,7 @@ struct PolicyCommand: AsyncParsableCommand {
                 --link NAME treats that link as the primary uplink. Budgets are explained as unused.
                 """)
 
-        @Option(help: "Policy file or directory (default ./policies, or /etc/meterwise/policies.d).")
+        @Option(help: "Policy file or directory (default ./policies/default.yaml, or /etc/meterwise/policies.d).")
         var policy: String?
         @Option(help: "Explain as if this link were the primary uplink.")
         var link: String?
@@ -72,8 +73,12 @@ struct PolicyCommand: AsyncParsableCommand {
 
         func validate() throws {
             if at != nil, scenario == nil { throw ValidationError("--at needs --scenario FILE") }
-            if let at, Units.parseDuration(at) == nil { throw ValidationError("bad --at `\(at)`: \(Units.durationHint)") }
-            if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size `\(size)`: \(Units.bytesHint)") }
+            if let at, Units.parseDuration(at) == nil {
+                throw ValidationError("bad --at `\(at)`: \(Units.durationHint)")
+            }
+            if let size, Units.parseBytes(size) == nil {
+                throw ValidationError("bad --size `\(size)`: \(Units.bytesHint)")
+            }
             if let time, Self.instant(time) == nil {
                 throw ValidationError("bad --time `\(time)`: write HH:MM (local, today) or 2026-11-22T02:30:00Z")
             }
@@ -84,14 +89,20 @@ struct PolicyCommand: AsyncParsableCommand {
                 var calendar = Calendar(identifier: .gregorian)
                 calendar.timeZone = .current
                 let day = calendar.dateComponents([.year, .month, .day], from: Date())
-                return calendar.date(from: DateComponents(year: day.year, month: day.month, day: day.day,
-                                                          hour: minutes / 60, minute: minutes % 60))
+                return calendar.date(
+                    from: DateComponents(
+                        year: day.year, month: day.month, day: day.day,
+                        hour: minutes / 60, minute: minutes % 60))
             }
             return ISO8601DateFormatter().date(from: text)
         }
 
         func run() async throws {
-            let policyPath = policy ?? PolicyCommand.defaultPath()
+            // ./policies holds alternative examples, so explain picks the default one of them.
+            let policyPath =
+                policy
+                ?? (FileManager.default.fileExists(atPath: "policies/default.yaml")
+                    ? "policies/default.yaml" : PolicyCommand.defaultPath())
             let policySet: PolicySet
             do { policySet = try PolicySet.load(path: policyPath) } catch {
                 FileHandle.standardError.write(Data((error.description + "\n").utf8))
@@ -109,20 +120,24 @@ struct PolicyCommand: AsyncParsableCommand {
             } else {
                 snapshot = try await currentLinkSnapshot()
                 if link == nil, snapshot.primary == nil,
-                   let first = snapshot.links.first(where: { $0.isUsable && $0.kind != .loopback }) {
+                    let first = snapshot.links.first(where: { $0.isUsable && $0.kind != .loopback })
+                {
                     snapshot = Self.making(first.name, primaryOf: snapshot)
                 }
             }
             if let link {
                 guard snapshot.link(named: link) != nil else {
-                    throw ValidationError("no link named \(link); known: " + snapshot.links.map(\.name).joined(separator: ", "))
+                    throw ValidationError(
+                        "no link named \(link); known: " + snapshot.links.map(\.name).joined(separator: ", "))
                 }
                 snapshot = Self.making(link, primaryOf: snapshot)
             }
-            let job = JobInfo(id: "explain", size: size.flatMap(Units.parseBytes), priority: priority, tags: tags,
-                              allowMetered: allowMetered, allowRoaming: allowRoaming ? true : nil)
+            let job = JobInfo(
+                id: "explain", size: size.flatMap(Units.parseBytes), priority: priority, tags: tags,
+                allowMetered: allowMetered, allowRoaming: allowRoaming ? true : nil)
             let now = time.flatMap(Self.instant) ?? Date()
-            let explanation = policySet.explain(job: job, snapshot: snapshot, usage: Usage(), now: now, timeZone: .current)
+            let explanation = policySet.explain(
+                job: job, snapshot: snapshot, usage: Usage(), now: now, timeZone: .current)
             print(json ? explanation.json() : explanation.text)
         }
 
@@ -135,7 +150,8 @@ struct PolicyCommand: AsyncParsableCommand {
                 links[i].running = true
                 routes.append(DefaultRoute(family: .ipv4, linkIndex: links[i].index, link: name, metric: 0))
             }
-            return LinkSnapshot(links: links, defaultRoutes: routes, sequence: snapshot.sequence, timestamp: snapshot.timestamp)
+            return LinkSnapshot(
+                links: links, defaultRoutes: routes, sequence: snapshot.sequence, timestamp: snapshot.timestamp)
         }
     }
 }

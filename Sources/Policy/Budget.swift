@@ -23,7 +23,9 @@ public struct Budget: Sendable, Hashable {
         `resets: 15 03:00` (day 1...28)
         """
 
-    public init(name: String, bytes: Int64, period: Period, resetMinute: Int = 0, resetWeekday: Int = 2, resetDay: Int = 1) {
+    public init(
+        name: String, bytes: Int64, period: Period, resetMinute: Int = 0, resetWeekday: Int = 2, resetDay: Int = 1
+    ) {
         self.name = name
         self.bytes = bytes
         self.period = period
@@ -36,7 +38,8 @@ public struct Budget: Sendable, Hashable {
     public func period(containing now: Date, calendar: Calendar) -> (start: Date, end: Date) {
         let c = calendar.dateComponents([.year, .month, .day, .weekday], from: now)
         let (y, m, d) = (c.year!, c.month!, c.day!)
-        let hour = resetMinute / 60, minute = resetMinute % 60
+        let hour = resetMinute / 60
+        let minute = resetMinute % 60
         func at(_ y: Int, _ m: Int, _ d: Int) -> Date {
             // DateComponents normalise out-of-range days and months (day 0 is the last of the previous month).
             calendar.date(from: DateComponents(year: y, month: m, day: d, hour: hour, minute: minute)) ?? now

@@ -2,7 +2,11 @@
 /// excluded). Used for job size, priority and budget left.
 public struct Comparison: Sendable, Hashable, CustomStringConvertible {
     public enum Operator: String, Sendable, Hashable {
-        case less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">=", equal = "="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+        case equal = "="
     }
 
     /// Lower bound (included), upper bound (excluded); either may be open.

@@ -17,8 +17,10 @@ public struct Decision: Sendable, Hashable {
     /// The budget key (see `Usage`) that the bytes this job moves now count against, if any.
     public var budgetKey: String?
 
-    public init(action: Action, rate: Int64? = nil, allowedLinks: [String] = [], rule: String? = nil,
-                reasons: [String] = [], nextChange: Date? = nil, budgetKey: String? = nil) {
+    public init(
+        action: Action, rate: Int64? = nil, allowedLinks: [String] = [], rule: String? = nil,
+        reasons: [String] = [], nextChange: Date? = nil, budgetKey: String? = nil
+    ) {
         self.action = action
         self.rate = rate
         self.allowedLinks = allowedLinks

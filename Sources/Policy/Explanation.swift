@@ -21,6 +21,8 @@ public struct Explanation: Sendable, Hashable {
     public var misses: [Miss]
     /// The local instant of the decision, for display (`2026-11-22 02:30 CET`).
     public var localTime: String
+    /// `decision.nextChange` in the same local time, when there is one.
+    public var localNextChange: String?
 
     init(decision: Decision, context: DecisionContext, misses: [Miss]) {
         self.decision = decision
@@ -30,6 +32,7 @@ public struct Explanation: Sendable, Hashable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = context.timeZone
         self.localTime = DecisionContext.localStamp(context.now, calendar: calendar)
+        self.localNextChange = decision.nextChange.map { DecisionContext.localStamp($0, calendar: calendar) }
     }
 
     /// The human rendering:
@@ -49,11 +52,7 @@ public struct Explanation: Sendable, Hashable {
         lines.append(head)
         lines.append("at: \(localTime)")
         if !decision.allowedLinks.isEmpty { lines.append("links: " + decision.allowedLinks.joined(separator: ", ")) }
-        if let next = decision.nextChange {
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = .gmt
-            lines.append("next change by time: \(DecisionContext.localStamp(next, calendar: calendar))")
-        }
+        if let next = localNextChange { lines.append("next change by time: \(next)") }
         lines.append("why:")
         lines += decision.reasons.map { "  - \($0)" }
         if misses.isEmpty {
@@ -90,7 +89,8 @@ public struct Explanation: Sendable, Hashable {
                 try c.encode(e.network?.labels ?? [], forKey: .labels)
                 try c.encode(e.network?.roaming, forKey: .roaming)
                 try c.encode(e.misses, forKey: .skipped)
-                try c.encode(e.decision.nextChange.map { ISO8601DateFormatter().string(from: $0) }, forKey: .next_change)
+                try c.encode(
+                    e.decision.nextChange.map { ISO8601DateFormatter().string(from: $0) }, forKey: .next_change)
                 try c.encode(e.decision.budgetKey, forKey: .budget_key)
             }
         }

@@ -13,7 +13,8 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     let tokens: [Token]
 
     /// The hint shown when a glob does not compile.
-    public static let hint = "globs use * (any text), ? (one character) and [abc] / [a-z] / [!x]; write \\* for a literal *"
+    public static let hint =
+        "globs use * (any text), ? (one character) and [abc] / [a-z] / [!x]; write \\* for a literal *"
 
     /// Compiles a pattern; nil with a message when it is malformed (an unterminated `[`, an empty set, a
     /// trailing `\`).
@@ -56,7 +57,8 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
                     if j + 2 < scalars.count, scalars[j + 1] == "-", scalars[j + 2] != "]" {
                         let hi = scalars[j + 2]
                         guard s <= hi else {
-                            return .failure(GlobSyntaxError(message: "the range `\(s)-\(hi)` in glob `\(pattern)` is backwards"))
+                            return .failure(
+                                GlobSyntaxError(message: "the range `\(s)-\(hi)` in glob `\(pattern)` is backwards"))
                         }
                         items.append(s...hi)
                         j += 3
@@ -86,8 +88,8 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     /// A glob that must compile (for tests and built-ins); traps on a malformed pattern.
     public init(_ pattern: String) {
         switch Self.compile(pattern) {
-        case let .success(glob): self = glob
-        case let .failure(error): preconditionFailure(error.message)
+        case .success(let glob): self = glob
+        case .failure(let error): preconditionFailure(error.message)
         }
     }
 
@@ -97,8 +99,10 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     /// linear-ish and never recurses.
     public func matches(_ text: String) -> Bool {
         let s = Array(text.unicodeScalars)
-        var t = 0, p = 0
-        var starP = -1, starT = 0
+        var t = 0
+        var p = 0
+        var starP = -1
+        var starT = 0
         while t < s.count {
             if p < tokens.count {
                 switch tokens[p] {
@@ -111,11 +115,11 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
                     p += 1
                     t += 1
                     continue
-                case let .literal(c) where c == s[t]:
+                case .literal(let c) where c == s[t]:
                     p += 1
                     t += 1
                     continue
-                case let .set(negated, items) where items.contains { $0.contains(s[t]) } != negated:
+                case .set(let negated, let items) where items.contains { $0.contains(s[t]) } != negated:
                     p += 1
                     t += 1
                     continue

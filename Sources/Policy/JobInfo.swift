@@ -12,8 +12,10 @@ public struct JobInfo: Sendable, Hashable, Codable {
     /// The job's permission to use roaming links; nil when the job does not say (counts as no).
     public var allowRoaming: Bool?
 
-    public init(id: String = "", size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
-                allowRoaming: Bool? = nil) {
+    public init(
+        id: String = "", size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
+        allowRoaming: Bool? = nil
+    ) {
         self.id = id
         self.size = size
         self.priority = priority

@@ -29,6 +29,7 @@ public struct NetworkClass: Sendable, Hashable, Codable {
         }
         let metered = meteredKinds.contains(link.kind)
         return NetworkClass(
-            metered: metered, sources: ["kind \(link.kind.rawValue) is \(metered ? "metered" : "not metered") by default"])
+            metered: metered,
+            sources: ["kind \(link.kind.rawValue) is \(metered ? "metered" : "not metered") by default"])
     }
 }

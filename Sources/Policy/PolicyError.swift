@@ -18,7 +18,9 @@ public struct PolicyError: Error, Sendable, CustomStringConvertible {
     public init(code: Code = .invalid, issues: [ConfigIssue], message: String? = nil) {
         self.code = code
         self.issues = issues
-        self.message = message ?? "\(issues.count) problem\(issues.count == 1 ? "" : "s") in the policy; fix them and run `meterwise policy check` again"
+        self.message =
+            message
+            ?? "\(issues.count) problem\(issues.count == 1 ? "" : "s") in the policy; fix them and run `meterwise policy check` again"
     }
 
     public var description: String {

@@ -5,8 +5,10 @@ import ConfigKit
 struct PolicyFile: Sendable {
     struct Entry<Value: Sendable>: Sendable {
         var name: String
-        /// Nil when the entry only removes an earlier one (`enabled: no`).
+        /// Nil when the entry removes an earlier one (`enabled: no`) or did not parse.
         var value: Value?
+        /// `enabled: no`: remove the earlier entry of this name.
+        var removes: Bool = false
         var before: String?
         var file: String
         var line: Int
@@ -37,9 +39,13 @@ struct PolicyMerger {
             if let budget = entry.value?.budget {
                 let origin = "\(entry.file):\(entry.line)"
                 if let (earlier, where_) = budgets[budget.name], earlier != budget {
-                    issues.append(ConfigIssue(file: entry.file, line: entry.line, column: entry.column,
-                        message: "budget `\(budget.name)` is declared differently at \(where_)",
-                        hint: "rules that share a budget must give the same bytes, period and resets; or give this one another `name`"))
+                    issues.append(
+                        ConfigIssue(
+                            file: entry.file, line: entry.line, column: entry.column,
+                            message: "budget `\(budget.name)` is declared differently at \(where_)",
+                            hint:
+                                "rules that share a budget must give the same bytes, period and resets; or give this one another `name`"
+                        ))
                 } else {
                     budgets[budget.name] = (budget, origin)
                 }
@@ -53,25 +59,32 @@ struct PolicyMerger {
         }
     }
 
-    static func apply<Value>(_ entry: PolicyFile.Entry<Value>, to list: inout [Value], what: String,
-                             name: KeyPath<Value, String>, issues: inout [ConfigIssue]) {
+    static func apply<Value>(
+        _ entry: PolicyFile.Entry<Value>, to list: inout [Value], what: String,
+        name: KeyPath<Value, String>, issues: inout [ConfigIssue]
+    ) {
         let existing = list.firstIndex { $0[keyPath: name] == entry.name }
         guard let value = entry.value else {
+            guard entry.removes else { return }  // did not parse; its problems are already reported
             if let existing {
                 list.remove(at: existing)
             } else {
-                issues.append(ConfigIssue(file: entry.file, line: entry.line, column: entry.column,
-                    message: "`enabled: no` names \(what) `\(entry.name)`, which no earlier file defines",
-                    hint: "defined \(what)s: " + list.map { $0[keyPath: name] }.joined(separator: ", ")))
+                issues.append(
+                    ConfigIssue(
+                        file: entry.file, line: entry.line, column: entry.column,
+                        message: "`enabled: no` names \(what) `\(entry.name)`, which no earlier file defines",
+                        hint: "defined \(what)s: " + list.map { $0[keyPath: name] }.joined(separator: ", ")))
             }
             return
         }
         if let before = entry.before {
             if let existing { list.remove(at: existing) }
             guard let target = list.firstIndex(where: { $0[keyPath: name] == before }) else {
-                issues.append(ConfigIssue(file: entry.file, line: entry.line, column: entry.column,
-                    message: "`before: \(before)` names no earlier \(what)",
-                    hint: "earlier \(what)s: " + list.map { $0[keyPath: name] }.joined(separator: ", ")))
+                issues.append(
+                    ConfigIssue(
+                        file: entry.file, line: entry.line, column: entry.column,
+                        message: "`before: \(before)` names no earlier \(what)",
+                        hint: "earlier \(what)s: " + list.map { $0[keyPath: name] }.joined(separator: ", ")))
                 list.append(value)
                 return
             }

@@ -28,7 +28,8 @@ enum PolicyParser {
             case "version":
                 sawVersion = true
                 if let version = reader.int(value, what: "version"), version != 1 {
-                    reader.record(value, "unsupported policy version \(version)", hint: "this meterwise reads `version: 1`")
+                    reader.record(
+                        value, "unsupported policy version \(version)", hint: "this meterwise reads `version: 1`")
                 }
             case "networks":
                 result.networks = entries(value, what: "networks", reader: &reader) { node, name, r in
@@ -53,14 +54,15 @@ enum PolicyParser {
         _ node: Node, what: String, reader: inout YAMLReader,
         body: (Node, String, inout YAMLReader) -> Value?
     ) -> [PolicyFile.Entry<Value>] {
-        guard case let .sequence(sequence) = node else {
+        if case .scalar(let scalar) = node, ["", "~", "null"].contains(scalar.string) { return [] }  // `rules:` alone
+        guard case .sequence(let sequence) = node else {
             reader.record(node, "\(what) must be a list of entries starting with `- name: ...`")
             return []
         }
         var result: [PolicyFile.Entry<Value>] = []
         var seen: Set<String> = []
         for (position, item) in sequence.enumerated() {
-            guard case let .mapping(mapping) = item else {
+            guard case .mapping(let mapping) = item else {
                 reader.record(item, "each entry of \(what) must be a mapping with a `name:`")
                 continue
             }
@@ -75,9 +77,11 @@ enum PolicyParser {
                 default: break
                 }
             }
-            let line = item.mark?.line ?? 1, column = item.mark?.column ?? 1
+            let line = item.mark?.line ?? 1
+            let column = item.mark?.column ?? 1
             guard let name, !name.isEmpty else {
-                reader.record(item, "entry \(position + 1) of \(what) has no name", hint: "add `name: something-descriptive`")
+                reader.record(
+                    item, "entry \(position + 1) of \(what) has no name", hint: "add `name: something-descriptive`")
                 _ = body(item, "#\(position + 1)", &reader)  // still report the other problems in it
                 continue
             }
@@ -87,14 +91,19 @@ enum PolicyParser {
             if !enabled {
                 let others = mapping.keys.compactMap(\.string).filter { $0 != "name" && $0 != "enabled" }
                 if !others.isEmpty {
-                    reader.record(item, "`enabled: no` removes the earlier entry `\(name)`; it takes no other keys",
+                    reader.record(
+                        item, "`enabled: no` removes the earlier entry `\(name)`; it takes no other keys",
                         hint: "remove \(others.joined(separator: ", ")) or `enabled: no`")
                 }
-                result.append(.init(name: name, value: nil, before: nil, file: reader.file, line: line, column: column))
+                result.append(
+                    .init(
+                        name: name, value: nil, removes: true, before: nil, file: reader.file, line: line,
+                        column: column))
                 continue
             }
             let value = body(item, name, &reader)
-            result.append(.init(name: name, value: value, before: before, file: reader.file, line: line, column: column))
+            result.append(
+                .init(name: name, value: value, before: before, file: reader.file, line: line, column: column))
         }
         return result
     }
@@ -134,7 +143,9 @@ enum PolicyParser {
             }
         }
         if !sawSet {
-            reader.record(node, "network rule `\(name)` has no `set:`", hint: "add `set: { metered: yes }` or `set: { labels: [home] }`")
+            reader.record(
+                node, "network rule `\(name)` has no `set:`",
+                hint: "add `set: { metered: yes }` or `set: { labels: [home] }`")
         }
         return NetworkRule(name: name, match: match, effect: effect, origin: origin(node, reader))
     }
@@ -157,8 +168,12 @@ enum PolicyParser {
             case "action":
                 actionNode = value
                 if let text = reader.string(value, what: "action") {
-                    if let a = Action(rawValue: text) { action = a } else {
-                        reader.record(value, "unknown action `\(text)`", hint: "use `action: run`, `action: pause` or `throttle: 512KiB/s`")
+                    if let a = Action(rawValue: text) {
+                        action = a
+                    } else {
+                        reader.record(
+                            value, "unknown action `\(text)`",
+                            hint: "use `action: run`, `action: pause` or `throttle: 512KiB/s`")
                     }
                 }
             case "throttle":
@@ -172,7 +187,8 @@ enum PolicyParser {
                     case "": reader.record(value, "via is empty", hint: "use unmetered, any or a link name")
                     default:
                         if text.contains(where: { "*?[".contains($0) }) {
-                            reader.record(value, "via names one link; `\(text)` looks like a glob",
+                            reader.record(
+                                value, "via names one link; `\(text)` looks like a glob",
                                 hint: "use unmetered, any or an exact link name such as eth0")
                         }
                         via = .link(text)
@@ -184,23 +200,29 @@ enum PolicyParser {
         }
         if sawThrottle {
             if let action {
-                reader.record(actionNode ?? node, "rule `\(name)` has both `action: \(action.rawValue)` and `throttle:`",
+                reader.record(
+                    actionNode ?? node, "rule `\(name)` has both `action: \(action.rawValue)` and `throttle:`",
                     hint: "keep one: `throttle: RATE` alone means throttle")
             }
             action = rate == nil ? nil : .throttle
         } else if action == .throttle {
-            reader.record(actionNode ?? node, "`action: throttle` needs a rate", hint: "write `throttle: 1MiB/s` instead")
+            reader.record(
+                actionNode ?? node, "`action: throttle` needs a rate", hint: "write `throttle: 1MiB/s` instead")
             action = nil
         } else if action == nil, actionNode == nil {
-            reader.record(node, "rule `\(name)` has no action", hint: "add `action: run`, `action: pause` or `throttle: 512KiB/s`")
+            reader.record(
+                node, "rule `\(name)` has no action", hint: "add `action: run`, `action: pause` or `throttle: 512KiB/s`"
+            )
         }
         if let budgetLeftNode, budget == nil {
-            reader.record(budgetLeftNode, "`budget_left` tests the rule's budget, but rule `\(name)` has none",
+            reader.record(
+                budgetLeftNode, "`budget_left` tests the rule's budget, but rule `\(name)` has none",
                 hint: "add `budget: { bytes: 500MiB, period: monthly }` to the rule")
         }
         guard let action else { return nil }
-        return Rule(name: name, when: condition, action: action, rate: rate, via: via, budget: budget,
-                    origin: origin(node, reader))
+        return Rule(
+            name: name, when: condition, action: action, rate: rate, via: via, budget: budget,
+            origin: origin(node, reader))
     }
 
     /// Reads `when:`; returns the `budget_left` node when there is one (it needs a budget on the rule).
@@ -223,7 +245,9 @@ enum PolicyParser {
                     guard let text = reader.string(item, what: "days") else { continue }
                     for part in text.split(separator: ",") {
                         let word = String(part).strippingSpaces()
-                        if let d = TimeWindow.parseDays(String(word)) { set.formUnion(d) } else {
+                        if let d = TimeWindow.parseDays(String(word)) {
+                            set.formUnion(d)
+                        } else {
                             reader.record(item, "unknown day `\(word)`", hint: TimeWindow.dayHint)
                         }
                     }
@@ -232,19 +256,25 @@ enum PolicyParser {
             case "time":
                 for item in reader.list(v, what: "time") {
                     guard let text = reader.string(item, what: "time") else { continue }
-                    if let h = TimeWindow.parseHours(text) { hours.append(h) } else {
+                    if let h = TimeWindow.parseHours(text) {
+                        hours.append(h)
+                    } else {
                         reader.record(item, "bad time window `\(text)`", hint: TimeWindow.hint)
                     }
                 }
-            case "size": c.size = comparison(v, what: "size", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
+            case "size":
+                c.size = comparison(v, what: "size", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
             case "priority":
-                c.priority = comparison(v, what: "priority", reader: &reader, hint: "a whole number, e.g. `>= 5`") { Int64($0) }
+                c.priority = comparison(v, what: "priority", reader: &reader, hint: "a whole number, e.g. `>= 5`") {
+                    Int64($0)
+                }
             case "tags": c.tags = labels(v, what: "tags", reader: &reader)
             case "allow_metered": c.allowMetered = reader.bool(v, what: "allow_metered")
             case "allow_roaming": c.allowRoaming = reader.bool(v, what: "allow_roaming")
             case "budget_left":
                 budgetLeftNode = v
-                c.budgetLeft = comparison(v, what: "budget_left", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
+                c.budgetLeft = comparison(
+                    v, what: "budget_left", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
             default: break
             }
         }
@@ -282,19 +312,21 @@ enum PolicyParser {
             default: break
             }
         }
-        guard case let .mapping(mapping) = node else { return nil }
+        guard case .mapping(let mapping) = node else { return nil }
         let written = Set(mapping.keys.compactMap(\.string))
         if !written.contains("bytes") {
             reader.record(node, "budget of `\(rule)` has no `bytes:`", hint: "add `bytes: 500MiB`")
         }
         if !written.contains("period") {
-            reader.record(node, "budget of `\(rule)` has no `period:`", hint: "add `period: monthly` (or daily, weekly)")
+            reader.record(
+                node, "budget of `\(rule)` has no `period:`", hint: "add `period: monthly` (or daily, weekly)")
         }
         guard let bytes, let period else { return nil }
         var budget = Budget(name: name, bytes: bytes, period: period)
         if let resets, let resetsNode {
             if !parseResets(resets, into: &budget) {
-                reader.record(resetsNode, "bad `resets: \(resets)` for a \(period.rawValue) budget", hint: Budget.resetsHint)
+                reader.record(
+                    resetsNode, "bad `resets: \(resets)` for a \(period.rawValue) budget", hint: Budget.resetsHint)
             }
         }
         return budget
@@ -334,8 +366,12 @@ enum PolicyParser {
             case "resume_after": file.resumeAfter = reader.duration(v, what: "resume_after")
             case "action":
                 if let text = reader.string(v, what: "action") {
-                    if let a = Action(rawValue: text), a != .throttle { file.action = a } else {
-                        reader.record(v, "bad default action `\(text)`", hint: "use `action: run`, `action: pause` or `throttle: 512KiB/s`")
+                    if let a = Action(rawValue: text), a != .throttle {
+                        file.action = a
+                    } else {
+                        reader.record(
+                            v, "bad default action `\(text)`",
+                            hint: "use `action: run`, `action: pause` or `throttle: 512KiB/s`")
                     }
                 }
             case "throttle":
@@ -363,7 +399,9 @@ enum PolicyParser {
         var result: [LinkKind] = []
         for item in reader.list(node, what: "kind") {
             guard let text = reader.string(item, what: "kind") else { continue }
-            if let kind = LinkKind(rawValue: text) { result.append(kind) } else {
+            if let kind = LinkKind(rawValue: text) {
+                result.append(kind)
+            } else {
                 reader.record(item, "unknown link kind `\(text)`", hint: kindHint)
             }
         }
@@ -375,8 +413,8 @@ enum PolicyParser {
         for item in reader.list(node, what: what) {
             guard let text = reader.string(item, what: what) else { continue }
             switch Glob.compile(text) {
-            case let .success(glob): result.append(glob)
-            case let .failure(error): reader.record(item, "bad \(what) glob: \(error.message)", hint: Glob.hint)
+            case .success(let glob): result.append(glob)
+            case .failure(let error): reader.record(item, "bad \(what) glob: \(error.message)", hint: Glob.hint)
             }
         }
         return result
@@ -391,13 +429,14 @@ enum PolicyParser {
             if plain, octets.count == 3 { text += ":*" }  // an OUI
             let hasGlob = text.contains { "*?[".contains($0) }
             guard (plain && (octets.count == 3 || octets.count == 6)) || hasGlob else {
-                reader.record(item, "bad MAC address or OUI `\(text)`",
+                reader.record(
+                    item, "bad MAC address or OUI `\(text)`",
                     hint: "write a MAC as aa:bb:cc:dd:ee:ff, an OUI as aa:bb:cc, or a glob such as 02:00:00:*")
                 continue
             }
             switch Glob.compile(text) {
-            case let .success(glob): result.append(glob)
-            case let .failure(error): reader.record(item, "bad mac glob: \(error.message)", hint: Glob.hint)
+            case .success(let glob): result.append(glob)
+            case .failure(let error): reader.record(item, "bad mac glob: \(error.message)", hint: Glob.hint)
             }
         }
         return result
@@ -407,7 +446,9 @@ enum PolicyParser {
         var result: [Subnet] = []
         for item in reader.list(node, what: "subnet") {
             guard let text = reader.string(item, what: "subnet") else { continue }
-            if let subnet = Subnet(text) { result.append(subnet) } else {
+            if let subnet = Subnet(text) {
+                result.append(subnet)
+            } else {
                 reader.record(item, "bad subnet `\(text)`", hint: Subnet.hint)
             }
         }
@@ -419,7 +460,9 @@ enum PolicyParser {
         for item in reader.list(node, what: what) {
             guard let text = reader.string(item, what: what) else { continue }
             if text.isEmpty || text.contains(where: { $0 == " " || $0 == "," }) {
-                reader.record(item, "bad \(what) entry `\(text)`", hint: "\(what) are single words such as home or hotspot; write a list as [a, b]")
+                reader.record(
+                    item, "bad \(what) entry `\(text)`",
+                    hint: "\(what) are single words such as home or hotspot; write a list as [a, b]")
             } else {
                 result.append(text)
             }
@@ -427,12 +470,17 @@ enum PolicyParser {
         return result
     }
 
-    static func comparison(_ node: Node, what: String, reader: inout YAMLReader, hint: String,
-                           value: (String) -> Int64?) -> Comparison? {
+    static func comparison(
+        _ node: Node, what: String, reader: inout YAMLReader, hint: String,
+        value: (String) -> Int64?
+    ) -> Comparison? {
         guard let text = reader.string(node, what: what) else { return nil }
         guard let result = Comparison.parse(text, value: value) else {
-            reader.record(node, "bad \(what) test `\(text)`",
-                hint: "write `< X`, `<= X`, `> X`, `>= X`, `= X` or a range `A..B` (A included, B excluded); values: \(hint)")
+            reader.record(
+                node, "bad \(what) test `\(text)`",
+                hint:
+                    "write `< X`, `<= X`, `> X`, `>= X`, `= X` or a range `A..B` (A included, B excluded); values: \(hint)"
+            )
             return nil
         }
         return result

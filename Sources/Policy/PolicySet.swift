@@ -1,3 +1,4 @@
+import ConfigKit
 import Links
 
 /// The merged policy: every file of a directory in lexical order (like systemd drop-ins), or one file.
@@ -13,8 +14,10 @@ public struct PolicySet: Sendable, Hashable {
     /// The files the policy was read from, in merge order.
     public var files: [String]
 
-    public init(networks: [NetworkRule] = [], rules: [Rule] = [], defaults: PolicyDefaults = PolicyDefaults(),
-                files: [String] = []) {
+    public init(
+        networks: [NetworkRule] = [], rules: [Rule] = [], defaults: PolicyDefaults = PolicyDefaults(),
+        files: [String] = []
+    ) {
         self.networks = networks
         self.rules = rules
         self.defaults = defaults
@@ -62,5 +65,3 @@ public struct PolicySet: Sendable, Hashable {
         return result
     }
 }
-
-import ConfigKit

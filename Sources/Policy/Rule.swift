@@ -12,8 +12,10 @@ public struct Rule: Sendable, Hashable {
     /// Where the rule was written, `file:line`.
     public var origin: String
 
-    public init(name: String, when: Condition = Condition(), action: Action, rate: Int64? = nil, via: Via? = nil,
-                budget: Budget? = nil, origin: String = "") {
+    public init(
+        name: String, when: Condition = Condition(), action: Action, rate: Int64? = nil, via: Via? = nil,
+        budget: Budget? = nil, origin: String = ""
+    ) {
         self.name = name
         self.when = when
         self.action = action
@@ -58,7 +60,7 @@ public enum Via: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .unmetered: "unmetered"
         case .any: "any"
-        case let .link(name): name
+        case .link(let name): name
         }
     }
 }

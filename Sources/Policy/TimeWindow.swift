@@ -15,9 +15,11 @@ public struct TimeWindow: Sendable, Hashable, CustomStringConvertible {
     static let dayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 
     /// The hint shown when a time window does not parse.
-    public static let hint = "write a window as HH:MM-HH:MM in 24-hour local time, e.g. 01:00-05:00 or 22:00-06:00 (wraps midnight)"
+    public static let hint =
+        "write a window as HH:MM-HH:MM in 24-hour local time, e.g. 01:00-05:00 or 22:00-06:00 (wraps midnight)"
     /// The hint shown when a day does not parse.
-    public static let dayHint = "days are mon, tue, wed, thu, fri, sat, sun, ranges like mon-fri, or weekdays / weekend / daily"
+    public static let dayHint =
+        "days are mon, tue, wed, thu, fri, sat, sun, ranges like mon-fri, or weekdays / weekend / daily"
 
     public init(start: Int, end: Int, days: Set<Int> = everyDay) {
         self.start = start
@@ -30,18 +32,21 @@ public struct TimeWindow: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let hours = "\(Self.clock(start))-\(Self.clock(end))"
         if days == Self.everyDay { return hours }
-        return days.sorted { ($0 + 5) % 7 < ($1 + 5) % 7 }.map { Self.dayNames[$0 - 1] }.joined(separator: ",") + " " + hours
+        return days.sorted { ($0 + 5) % 7 < ($1 + 5) % 7 }.map { Self.dayNames[$0 - 1] }.joined(separator: ",") + " "
+            + hours
     }
 
     static func clock(_ minutes: Int) -> String {
-        let h = minutes / 60, m = minutes % 60
+        let h = minutes / 60
+        let m = minutes % 60
         return (h < 10 ? "0\(h)" : "\(h)") + ":" + (m < 10 ? "0\(m)" : "\(m)")
     }
 
     /// Parses `HH:MM-HH:MM`. `24:00` is allowed as an end; equal start and end are rejected.
     public static func parseHours(_ text: String) -> (start: Int, end: Int)? {
         let parts = text.filter { $0 != " " }.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let start = minutes(parts[0], allow24: false), let end = minutes(parts[1], allow24: true),
+        guard parts.count == 2, let start = minutes(parts[0], allow24: false),
+            let end = minutes(parts[1], allow24: true),
             start != end
         else { return nil }
         return (start, end == 0 ? 1440 : end)

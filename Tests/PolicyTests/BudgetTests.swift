@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Policy
 
 @Suite struct BudgetTests {
@@ -11,15 +12,39 @@ import Testing
 
     /// Period boundaries: (budget, instant, expected period start, expected period end).
     @Test(arguments: [
-        (Budget(name: "m", bytes: 1, period: .monthly), "2026-11-30T22:59:59Z", "2026-10-31T23:00:00Z", "2026-11-30T23:00:00Z"),
-        (Budget(name: "m", bytes: 1, period: .monthly), "2026-11-30T23:00:00Z", "2026-11-30T23:00:00Z", "2026-12-31T23:00:00Z"),
-        (Budget(name: "m", bytes: 1, period: .monthly, resetDay: 15), "2026-01-10T12:00:00Z", "2025-12-14T23:00:00Z", "2026-01-14T23:00:00Z"),
-        (Budget(name: "w", bytes: 1, period: .weekly), "2026-11-22T22:59:00Z", "2026-11-15T23:00:00Z", "2026-11-22T23:00:00Z"),
-        (Budget(name: "w", bytes: 1, period: .weekly), "2026-11-22T23:00:00Z", "2026-11-22T23:00:00Z", "2026-11-29T23:00:00Z"),
-        (Budget(name: "d", bytes: 1, period: .daily, resetMinute: 180), "2026-11-22T01:59:00Z", "2026-11-21T02:00:00Z", "2026-11-22T02:00:00Z"),
-        (Budget(name: "d", bytes: 1, period: .daily, resetMinute: 180), "2026-11-22T02:00:00Z", "2026-11-22T02:00:00Z", "2026-11-23T02:00:00Z"),
+        (
+            Budget(name: "m", bytes: 1, period: .monthly), "2026-11-30T22:59:59Z", "2026-10-31T23:00:00Z",
+            "2026-11-30T23:00:00Z"
+        ),
+        (
+            Budget(name: "m", bytes: 1, period: .monthly), "2026-11-30T23:00:00Z", "2026-11-30T23:00:00Z",
+            "2026-12-31T23:00:00Z"
+        ),
+        (
+            Budget(name: "m", bytes: 1, period: .monthly, resetDay: 15), "2026-01-10T12:00:00Z", "2025-12-14T23:00:00Z",
+            "2026-01-14T23:00:00Z"
+        ),
+        (
+            Budget(name: "w", bytes: 1, period: .weekly), "2026-11-22T22:59:00Z", "2026-11-15T23:00:00Z",
+            "2026-11-22T23:00:00Z"
+        ),
+        (
+            Budget(name: "w", bytes: 1, period: .weekly), "2026-11-22T23:00:00Z", "2026-11-22T23:00:00Z",
+            "2026-11-29T23:00:00Z"
+        ),
+        (
+            Budget(name: "d", bytes: 1, period: .daily, resetMinute: 180), "2026-11-22T01:59:00Z",
+            "2026-11-21T02:00:00Z", "2026-11-22T02:00:00Z"
+        ),
+        (
+            Budget(name: "d", bytes: 1, period: .daily, resetMinute: 180), "2026-11-22T02:00:00Z",
+            "2026-11-22T02:00:00Z", "2026-11-23T02:00:00Z"
+        ),
         // The day DST ends in Berlin is 25 hours long.
-        (Budget(name: "d", bytes: 1, period: .daily), "2026-10-25T12:00:00Z", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z"),
+        (
+            Budget(name: "d", bytes: 1, period: .daily), "2026-10-25T12:00:00Z", "2026-10-24T22:00:00Z",
+            "2026-10-25T23:00:00Z"
+        ),
     ])
     func periodBoundaries(budget: Budget, at: String, start: String, end: String) {
         let period = budget.period(containing: Fixtures.date(at), calendar: Self.calendar(Fixtures.berlin))
@@ -42,18 +67,23 @@ import Testing
         let zone = Fixtures.berlin
         let before = Fixtures.date("2026-11-30T20:00:00Z")
         var usage = Usage()
-        let first = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: before, timeZone: zone)
+        let first = policy.decide(
+            job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: before, timeZone: zone)
         #expect(first.rule == "cellular" && first.action == .throttle)
         #expect(first.nextChange == Fixtures.date("2026-11-30T23:00:00Z"))
         let key = try #require(first.budgetKey)
         usage.record(bytes: 499 << 20, decision: first)
-        #expect(policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: before, timeZone: zone).rule == "cellular")
+        #expect(
+            policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: before, timeZone: zone).rule
+                == "cellular")
         usage.record(bytes: 1 << 20, budgetKey: key)
-        let spent = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: before, timeZone: zone)
+        let spent = policy.decide(
+            job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: before, timeZone: zone)
         #expect(spent.rule == "wait" && spent.action == .pause && spent.budgetKey == nil)
         #expect(spent.nextChange == Fixtures.date("2026-11-30T23:00:00Z"))
-        let after = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage,
-                                  now: Fixtures.date("2026-11-30T23:00:00Z"), timeZone: zone)
+        let after = policy.decide(
+            job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage,
+            now: Fixtures.date("2026-11-30T23:00:00Z"), timeZone: zone)
         #expect(after.rule == "cellular")
         #expect(after.budgetKey != key)
         usage.prune(keeping: [after.budgetKey!])

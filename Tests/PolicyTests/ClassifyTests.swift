@@ -1,5 +1,6 @@
 import Links
 import Testing
+
 @testable import Policy
 
 @Suite struct ClassifyTests {
@@ -28,14 +29,16 @@ import Testing
         ("metered_hint: yes", false),
     ])
     func matchTests(match: String, matches: Bool) throws {
-        let policy = try Fixtures.policy("networks:\n  - name: n\n    match: { \(match) }\n    set: { labels: [hit], metered: yes }\n")
+        let policy = try Fixtures.policy(
+            "networks:\n  - name: n\n    match: { \(match) }\n    set: { labels: [hit], metered: yes }\n")
         let result = policy.classify(link: Fixtures.wlan)
         #expect(result.labels == (matches ? ["hit"] : []))
         #expect(result.metered == matches)
     }
 
     @Test func everyMatchingRuleAppliesLaterOverrides() throws {
-        let policy = try Fixtures.policy("""
+        let policy = try Fixtures.policy(
+            """
             networks:
               - name: a
                 match: { kind: wlan }

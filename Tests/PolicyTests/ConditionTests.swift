@@ -1,6 +1,7 @@
 import Foundation
 import Links
 import Testing
+
 @testable import Policy
 
 /// Every `when:` test, alone, on a pause rule in front of a default `run`: the rule matches or it does not.
@@ -53,7 +54,8 @@ import Testing
 
     @Test(arguments: cases)
     func condition(_ c: Case) throws {
-        let policy = try Fixtures.policy("""
+        let policy = try Fixtures.policy(
+            """
             networks:
               - name: home
                 match: { ssid: "Home*" }
@@ -68,11 +70,12 @@ import Testing
                 action: pause
                 budget: { bytes: 1GiB, period: daily }
             """)
-        let snapshot = switch c.link {
-        case "wifi": Fixtures.onWifi
-        case "cell": Fixtures.onCellular
-        default: Fixtures.none
-        }
+        let snapshot =
+            switch c.link {
+            case "wifi": Fixtures.onWifi
+            case "cell": Fixtures.onCellular
+            default: Fixtures.none
+            }
         let now = Fixtures.date(c.at)
         var usage = Usage()
         let key = policy.rules[0].budget!.key(at: now, calendar: calendar)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Policy
 
 @Suite struct DropInTests {
@@ -46,12 +47,14 @@ import Testing
     }
 
     @Test func directivesThatNameNothingAreLocatedErrors() {
-        let dropIn = "version: 1\nrules:\n  - name: x\n    before: nope\n    action: run\n  - name: y\n    enabled: no\n"
+        let dropIn =
+            "version: 1\nrules:\n  - name: x\n    before: nope\n    action: run\n  - name: y\n    enabled: no\n"
         do {
             _ = try PolicySet.parse(files: [("00-base.yaml", base), ("50-local.yaml", dropIn)])
             Issue.record("expected errors")
         } catch {
-            #expect(error.issues.map { "\($0.file):\($0.line):\($0.column)" } == ["50-local.yaml:3:5", "50-local.yaml:6:5"])
+            #expect(
+                error.issues.map { "\($0.file):\($0.line):\($0.column)" } == ["50-local.yaml:3:5", "50-local.yaml:6:5"])
         }
     }
 
@@ -72,7 +75,10 @@ import Testing
     @Test func loadsADirectoryInLexicalOrder() throws {
         let dir = "/tmp/meterwise-policy-test-\(getpid())"
         mkdir(dir, 0o755)
-        defer { for f in ["10-base.yaml", "20-more.yml", "README"] { unlink(dir + "/" + f) }; rmdir(dir) }
+        defer {
+            for f in ["10-base.yaml", "20-more.yml", "README"] { unlink(dir + "/" + f) }
+            rmdir(dir)
+        }
         write(dir + "/20-more.yml", "version: 1\nrules:\n  - name: second\n    action: pause\n")
         write(dir + "/10-base.yaml", "version: 1\nrules:\n  - name: first\n    action: run\n")
         write(dir + "/README", "not yaml")
@@ -89,5 +95,5 @@ import Testing
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

@@ -1,5 +1,7 @@
+import ConfigKit
 import Foundation
 import Links
+
 @testable import Policy
 
 /// Small builders for links, snapshots, instants and policies used across the policy tests.
@@ -7,26 +9,34 @@ enum Fixtures {
     static let utc = TimeZone(identifier: "UTC")!
     static let berlin = TimeZone(identifier: "Europe/Berlin")!
 
-    static func link(_ name: String, _ kind: LinkKind, index: Int = 2, up: Bool = true, ssid: String? = nil,
-                     hint: Bool? = nil, mac: String? = nil, ipv4: [String] = [], driver: String? = nil) -> Link {
-        Link(index: index, name: name, kind: kind, kindSource: "test", operstate: up ? "up" : "down", up: up,
-             running: up, mac: mac, ipv4: ipv4, driver: driver, ssid: ssid, meteredHint: hint)
+    static func link(
+        _ name: String, _ kind: LinkKind, index: Int = 2, up: Bool = true, ssid: String? = nil,
+        hint: Bool? = nil, mac: String? = nil, ipv4: [String] = [], driver: String? = nil
+    ) -> Link {
+        Link(
+            index: index, name: name, kind: kind, kindSource: "test", operstate: up ? "up" : "down", up: up,
+            running: up, mac: mac, ipv4: ipv4, driver: driver, ssid: ssid, meteredHint: hint)
     }
 
     /// A snapshot where every link that is up has a default route; `primary` gets the lowest metric.
     static func snapshot(_ links: [Link], primary: String?) -> LinkSnapshot {
         var routes: [DefaultRoute] = []
         for (position, link) in links.enumerated() where link.isUsable {
-            routes.append(DefaultRoute(family: .ipv4, linkIndex: link.index, link: link.name,
-                                       metric: link.name == primary ? 100 : 1000 + position))
+            routes.append(
+                DefaultRoute(
+                    family: .ipv4, linkIndex: link.index, link: link.name,
+                    metric: link.name == primary ? 100 : 1000 + position))
         }
         return LinkSnapshot(links: links, defaultRoutes: routes)
     }
 
-    static let wlan = link("wlan0", .wlan, index: 2, ssid: "HomeNet", mac: "aa:bb:cc:00:00:01", ipv4: ["192.168.1.20/24"],
-                           driver: "iwlwifi")
-    static let wwan = link("wwan0", .wwan, index: 3, mac: "02:00:00:00:00:03", ipv4: ["10.64.1.2/30"], driver: "qmi_wwan")
-    static let eth = link("eth0", .ethernet, index: 4, mac: "52:54:00:12:34:56", ipv4: ["10.0.0.5/24"], driver: "e1000e")
+    static let wlan = link(
+        "wlan0", .wlan, index: 2, ssid: "HomeNet", mac: "aa:bb:cc:00:00:01", ipv4: ["192.168.1.20/24"],
+        driver: "iwlwifi")
+    static let wwan = link(
+        "wwan0", .wwan, index: 3, mac: "02:00:00:00:00:03", ipv4: ["10.64.1.2/30"], driver: "qmi_wwan")
+    static let eth = link(
+        "eth0", .ethernet, index: 4, mac: "52:54:00:12:34:56", ipv4: ["10.0.0.5/24"], driver: "e1000e")
 
     static var onWifi: LinkSnapshot { snapshot([wlan], primary: "wlan0") }
     static var onCellular: LinkSnapshot { snapshot([wwan], primary: "wwan0") }
@@ -64,5 +74,3 @@ enum Fixtures {
         return url.path
     }
 }
-
-import ConfigKit

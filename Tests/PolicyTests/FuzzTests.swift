@@ -1,6 +1,7 @@
 import ConfigKit
 import Foundation
 import Testing
+
 @testable import Policy
 
 /// 1000 randomly mutated copies of the shipped policies: the parser never crashes, and each either
@@ -13,7 +14,8 @@ import Testing
         }
         let alphabet = Array("abz019:-_ {}[]\"'#*?,.\n\t/<>=!&|%@\\")
         var rng = SplitMix(seed: 2026)
-        var loaded = 0, rejected = 0
+        var loaded = 0
+        var rejected = 0
         for round in 0..<1000 {
             var chars = Array(sources[round % sources.count])
             for _ in 0..<(1 + Int(rng.next() % 6)) {
@@ -32,8 +34,9 @@ import Testing
             let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count + 1
             do {
                 let policy = try PolicySet.parse(files: [("m\(round).yaml", text)])
-                _ = policy.decide(job: JobInfo(size: 1), snapshot: Fixtures.both, usage: Usage(), now: Fixtures.noon,
-                                  timeZone: Fixtures.berlin)
+                _ = policy.decide(
+                    job: JobInfo(size: 1), snapshot: Fixtures.both, usage: Usage(), now: Fixtures.noon,
+                    timeZone: Fixtures.berlin)
                 loaded += 1
             } catch {
                 rejected += 1

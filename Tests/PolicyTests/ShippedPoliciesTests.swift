@@ -1,6 +1,7 @@
 import Foundation
 import Links
 import Testing
+
 @testable import Policy
 
 /// Loads and evaluates every file in policies/, and checks what each promises in its comments.
@@ -16,8 +17,9 @@ import Testing
         let policy = try PolicySet.load(path: Self.root + "/" + file)
         for snapshot in [Fixtures.onWifi, Fixtures.onCellular, Fixtures.both, Fixtures.none] {
             for size: Int64? in [nil, 1 << 20, 700 << 20] {
-                let d = policy.decide(job: JobInfo(size: size), snapshot: snapshot, usage: Usage(), now: Fixtures.noon,
-                                      timeZone: Fixtures.berlin)
+                let d = policy.decide(
+                    job: JobInfo(size: size), snapshot: snapshot, usage: Usage(), now: Fixtures.noon,
+                    timeZone: Fixtures.berlin)
                 if snapshot.primary?.kind == .wwan, size == 700 << 20 { #expect(d.action == .pause, "\(file)") }
                 if snapshot.primary == nil { #expect(d.action == .pause) }
             }
@@ -29,10 +31,13 @@ import Testing
         _ = try PolicySet.load(path: Self.root)
     }
 
-    func decide(_ file: String, _ snapshot: LinkSnapshot, size: Int64? = 700 << 20, at: String = "2026-11-18T12:00:00Z",
-                usage: Usage = Usage()) throws -> Decision {
+    func decide(
+        _ file: String, _ snapshot: LinkSnapshot, size: Int64? = 700 << 20, at: String = "2026-11-18T12:00:00Z",
+        usage: Usage = Usage()
+    ) throws -> Decision {
         try PolicySet.load(path: Self.root + "/" + file).decide(
-            job: JobInfo(size: size), snapshot: snapshot, usage: usage, now: Fixtures.date(at), timeZone: Fixtures.berlin)
+            job: JobInfo(size: size), snapshot: snapshot, usage: usage, now: Fixtures.date(at),
+            timeZone: Fixtures.berlin)
     }
 
     @Test func defaultRunsUnmeteredPausesMetered() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Policy
 
 @Suite struct TimeWindowTests {
@@ -17,7 +18,8 @@ import Testing
         ("2026-11-20T21:59:00Z", false),
     ])
     func wrapsMidnight(at: String, inside: Bool) throws {
-        let policy = try Fixtures.policy("rules:\n  - name: night\n    when: { days: fri, time: \"22:00-06:00\" }\n    action: pause\n")
+        let policy = try Fixtures.policy(
+            "rules:\n  - name: night\n    when: { days: fri, time: \"22:00-06:00\" }\n    action: pause\n")
         #expect((Self.decide(policy, at: at, zone: Fixtures.utc).rule == "night") == inside)
     }
 
@@ -32,16 +34,18 @@ import Testing
         ("2026-10-25T03:30:00Z", true, "2026-10-25T04:00:00Z"),  // 04:30 CET
     ])
     func keepsLocalHoursAcrossDST(at: String, inside: Bool, next: String) throws {
-        let policy = try Fixtures.policy("rules:\n  - name: night\n    when: { time: \"01:00-05:00\" }\n    action: pause\n")
+        let policy = try Fixtures.policy(
+            "rules:\n  - name: night\n    when: { time: \"01:00-05:00\" }\n    action: pause\n")
         let d = Self.decide(policy, at: at, zone: Fixtures.berlin)
         #expect((d.rule == "night") == inside)
         #expect(d.nextChange == Fixtures.date(next))
     }
 
-    @Test(arguments: [
-        ("mon-fri", Set([2, 3, 4, 5, 6])), ("fri-mon", [6, 7, 1, 2]), ("weekend", [1, 7]), ("Sunday", [1]),
-        ("daily", Set(1...7)),
-    ] as [(String, Set<Int>)])
+    @Test(
+        arguments: [
+            ("mon-fri", Set([2, 3, 4, 5, 6])), ("fri-mon", [6, 7, 1, 2]), ("weekend", [1, 7]), ("Sunday", [1]),
+            ("daily", Set(1...7)),
+        ] as [(String, Set<Int>)])
     func parsesDays(text: String, days: Set<Int>) {
         #expect(TimeWindow.parseDays(text) == days)
     }
