@@ -86,6 +86,11 @@ struct DownloadRun: Sendable {
             },
             onCheckpoint: { done in sink.yield(.checkpointed(bytesDone: done)) }
         )
+        if known == nil, let headURL = request.headURL, let learned = await probeHead(headURL) {
+            known = learned
+            acceptRanges = true
+            await writer.onQueue { $0.setTotal(learned.total) }
+        }
         var restarts = 0
         var degraded = false
         var plain = false

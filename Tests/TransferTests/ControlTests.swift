@@ -174,3 +174,25 @@ final class ByteCounter: Sendable {
     func add(_ n: Int) { total.withLock { $0 += n } }
     var value: Int { total.withLock { $0 } }
 }
+
+/// The optional HEAD URL lets segments start at once; a HEAD URL that fails is ignored.
+struct HeadURLTests {
+    @Test(arguments: [true, false])
+    func headURLIsOptional(_ working: Bool) async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let content = RangeContent.generated(size: 9 << 20, seed: 41)
+        try await Fixture.withServer(content: content) { server in
+            var request = fixture.request(server, segments: 3)
+            request.headURL = working ? server.url("/file?method=HEAD") : "not a URL"
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == content.sha256Hex())
+            let methods = server.requests.map(\.method)
+            #expect(methods.contains("HEAD") == working)
+            if working {
+                // No open-ended probe: every GET asked for a bounded range.
+                #expect(server.requests.filter { $0.method == "GET" }.allSatisfy { $0.range?.hasSuffix("-") == false })
+            }
+        }
+    }
+}
