@@ -144,15 +144,7 @@ struct DownloadRun: Sendable {
                 logger.info("restarting from 0", metadata: ["reason": "\(reason)"])
                 download.sink.yield(.restarted(reason: reason.rawValue))
                 try await writer.drain()
-                let failure = await writer.onQueue { f -> TransferError? in
-                    do throws(TransferError) {
-                        try f.reset(total: nil)
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
-                if let failure { throw failure }
+                try await writer.reset()
                 CheckpointFile.remove(path: self.request.checkpointPath)
                 known = nil
                 acceptRanges = false
@@ -187,10 +179,11 @@ struct DownloadRun: Sendable {
         -> DownloadOutcome
     {
         try await writer.drain()
-        let (size, digest) = await writer.onQueue { f -> (Int64, String) in
+        let size = await writer.onQueue { f -> Int64 in
             if f.size > total { FileIO.truncate(fd: f.fd, to: total) }
-            return (f.size, f.finalDigest(total: total))
+            return f.size
         }
+        let digest = try await writer.sha256(total: total)
         guard size == total else {
             throw TransferError(
                 .lengthMismatch,

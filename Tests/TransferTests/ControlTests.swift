@@ -84,7 +84,9 @@ struct ControlTests {
             let afterPause = counter.value
             try await Task.sleep(for: .milliseconds(200))
             #expect(counter.value == afterPause)
-            #expect(pauseTook < .milliseconds(500))
+            // Cancelling is immediate; the bound covers the checkpoint's fsync on a loaded CI machine.
+            print("pause took \(pauseTook)")
+            #expect(pauseTook < .seconds(2))
             #expect(Fixture.exists(request.checkpointPath))
         }
     }
