@@ -35,6 +35,8 @@ struct DownloadRun: Sendable {
             throw TransferError(.invalidURL, "\(RedactedURL.redact(request.url)) is not an http:// or https:// URL; give a full URL.")
         }
         if FileIO.exists(request.destination) && !request.force {
+            // A download that completed but crashed before removing its checkpoint leaves one behind.
+            if !FileIO.exists(request.partialPath) { CheckpointFile.remove(path: request.checkpointPath) }
             throw TransferError(
                 .destinationExists,
                 "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o."
