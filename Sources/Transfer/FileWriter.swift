@@ -13,12 +13,14 @@ final class FileWriter: Sendable {
         var bytesSinceCheckpoint: Int64 = 0
         var lastCheckpoint = ContinuousClock.now
         var segments = 1
+        var checkpointInFlight = false
     }
 
     let file: PartialFile
     private let digest: StreamDigest
     private let queue = DispatchQueue(label: "meterwise.transfer.writer")
     private let digestQueue = DispatchQueue(label: "meterwise.transfer.digest")
+    private let checkpointQueue = DispatchQueue(label: "meterwise.transfer.checkpoint")
     private let state = Mutex(State())
     private let limit: Int
     private let everyBytes: Int64
@@ -104,20 +106,37 @@ final class FileWriter: Sendable {
         return due
     }
 
-    /// Runs on the queue: fsync the data, then write the checkpoint crash-safely.
-    private func checkpointOnQueue() {
-        do throws(TransferError) {
-            try file.sync()
-            let pieces = file.pieces()
-            guard let checkpoint = makeCheckpoint(pieces) else { return }
-            try CheckpointFile.write(checkpoint, path: checkpointPath)
-            state.withLock {
-                $0.bytesSinceCheckpoint = 0
-                $0.lastCheckpoint = .now
+    /// Runs on the writer queue: takes the pieces written so far, then (on the checkpoint queue, so
+    /// writes go on meanwhile) fsyncs the data and writes the checkpoint crash-safely. The fsync covers
+    /// at least the pieces taken, so the checkpoint never describes data that is not on disk.
+    /// `wait` blocks until it is written (pause, failure); otherwise a checkpoint still being written
+    /// makes this one unnecessary.
+    private func checkpointOnQueue(wait: Bool = false) {
+        let busy = state.withLock { s -> Bool in
+            if s.checkpointInFlight && !wait { return true }
+            s.checkpointInFlight = true
+            s.bytesSinceCheckpoint = 0
+            s.lastCheckpoint = .now
+            return false
+        }
+        if busy { return }
+        let pieces = file.pieces()
+        let job: @Sendable () -> Void = { [self] in
+            do throws(TransferError) {
+                try file.sync()
+                if let checkpoint = makeCheckpoint(pieces) {
+                    try CheckpointFile.write(checkpoint, path: checkpointPath)
+                    onCheckpoint(checkpoint.bytesDone)
+                }
+            } catch {
+                state.withLock { if $0.error == nil { $0.error = error } }
             }
-            onCheckpoint(checkpoint.bytesDone)
-        } catch {
-            state.withLock { if $0.error == nil { $0.error = error } }
+            state.withLock { $0.checkpointInFlight = false }
+        }
+        if wait {
+            checkpointQueue.sync(execute: job)
+        } else {
+            checkpointQueue.async(execute: job)
         }
     }
 
@@ -130,7 +149,7 @@ final class FileWriter: Sendable {
 
     /// Waits for queued writes, then writes a checkpoint (pause, shutdown, failure).
     func checkpointNow() async throws(TransferError) {
-        await onQueue { _ in self.checkpointOnQueue() }
+        await onQueue { _ in self.checkpointOnQueue(wait: true) }
         if let error = state.withLock({ $0.error }) { throw error }
     }
 
@@ -138,6 +157,7 @@ final class FileWriter: Sendable {
     func drain() async throws(TransferError) {
         await onQueue { _ in () }
         await withCheckedContinuation { c in digestQueue.async { c.resume() } }
+        await withCheckedContinuation { c in checkpointQueue.async { c.resume() } }
         if let error = state.withLock({ $0.error }) { throw error }
     }
 

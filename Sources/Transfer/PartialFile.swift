@@ -187,6 +187,7 @@ final class PartialFile: @unchecked Sendable {
         }
     }
 
+    /// fsync; only touches the descriptor, so the checkpoint thread may call it while writes go on.
     func sync() throws(TransferError) {
         guard fsync(fd) == 0 else { throw FileIO.error("fsync the partial file \(path)") }
     }

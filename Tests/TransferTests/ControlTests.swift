@@ -12,7 +12,7 @@ struct ControlTests {
     @Test func damagedChunkIsFetchedAgainAndNothingElse() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 24 << 20)]) { server in
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
             let request = fixture.request(server, segments: 1)
             let (first, _) = try await Fixture.runPausing(Download(request: request), at: 5 << 20)
             #expect(first == .paused)
@@ -44,7 +44,7 @@ struct ControlTests {
     @Test func cancelRemovesPartialAndCheckpoint() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 2 << 20)]) { server in
             let request = fixture.request(server)
             let download = Download(request: request)
             async let outcome = download.run()
@@ -65,7 +65,7 @@ struct ControlTests {
     @Test func pauseStopsReadingQuickly() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 2 << 20)]) { server in
             let counter = ByteCounter()
             var request = fixture.request(server, segments: 2)
             request.onBytes = { counter.add($0) }
