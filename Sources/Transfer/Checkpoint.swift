@@ -24,11 +24,15 @@ public struct Checkpoint: Codable, Sendable, Equatable {
 
     /// A segment's assignment at checkpoint time (informational; resuming uses `pieces`).
     public struct SegmentRecord: Codable, Sendable, Equatable {
+        /// The next byte the segment would have fetched.
         public var start: Int64
+        /// The end of its assignment, exclusive.
         public var end: Int64
     }
 
+    /// Always `meterwise-checkpoint`.
     public var format: String
+    /// The format version (`currentVersion` when written by this code).
     public var version: Int
     /// The GET URL, query intact (it may carry a signature: the file is created 0600).
     public var url: String

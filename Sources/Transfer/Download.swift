@@ -19,7 +19,7 @@ public final class Download: Sendable {
         var running = false
         var stopRequested: StopReason?
         var stopSignal: AsyncStream<StopReason>.Continuation?
-        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+        var stopWaiters: [CheckedContinuation<Bool, Never>] = []
         var localAddress: String?
     }
 
@@ -74,25 +74,26 @@ public final class Download: Sendable {
 
     /// Stops the download and deletes the partial file and the checkpoint; `run()` returns `.cancelled`.
     public func cancel() async {
-        await stop(.cancel)
-        let idle = control.withLock { !$0.running }
-        if idle {
+        let wasRunning = await stop(.cancel)
+        if !wasRunning {
             removePartial()
             sink.yield(.cancelled)
             sink.finish()
         }
     }
 
-    private func stop(_ reason: StopReason) async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = control.withLock { s -> Bool in
-                guard s.running else { return true }
+    /// Asks a running download to stop and waits until `run()` has returned; false when it was not running.
+    @discardableResult
+    private func stop(_ reason: StopReason) async -> Bool {
+        await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            let running = control.withLock { s -> Bool in
+                guard s.running else { return false }
                 if s.stopRequested != .cancel { s.stopRequested = reason }
                 s.stopSignal?.yield(reason)
                 s.stopWaiters.append(c)
-                return false
+                return true
             }
-            if now { c.resume() }
+            if !running { c.resume(returning: false) }
         }
     }
 
@@ -135,7 +136,7 @@ public final class Download: Sendable {
             result = .failure(error)
         }
         if let ownClient { try? await ownClient.shutdown() }
-        let waiters = control.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let waiters = control.withLock { s -> [CheckedContinuation<Bool, Never>] in
             s.running = false
             s.stopSignal = nil
             s.stopRequested = nil
@@ -154,12 +155,12 @@ public final class Download: Sendable {
             case .paused:
                 break
             }
-            for w in waiters { w.resume() }
+            for w in waiters { w.resume(returning: true) }
             return outcome
         case .failure(let error):
             sink.yield(.failed(error))
             sink.finish()
-            for w in waiters { w.resume() }
+            for w in waiters { w.resume(returning: true) }
             throw error
         }
     }

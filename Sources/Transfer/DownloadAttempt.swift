@@ -2,11 +2,6 @@ import AsyncHTTPClient
 import Logging
 import NIOCore
 import NIOHTTP1
-#if canImport(FoundationEssentials)
-import struct FoundationEssentials.URL
-#else
-import struct Foundation.URL
-#endif
 
 /// The segments of one attempt, run as child tasks of one task group.
 extension DownloadRun {
@@ -214,26 +209,13 @@ extension DownloadRun {
             switch decision {
             case .redirect(let location):
                 redirects += 1
-                guard redirects <= 10 else {
-                    return .end(.failed(TransferError(.tooManyRedirects, "More than 10 redirects; check the URL.")))
+                switch RedirectPolicy.follow(from: url, location: location, count: redirects) {
+                case .success(let next):
+                    url = next
+                    continue
+                case .failure(let error):
+                    return .end(.failed(error))
                 }
-                guard let base = URL(string: url), let next = URL(string: location, relativeTo: base)?.absoluteURL,
-                    let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https"
-                else {
-                    return .end(.failed(TransferError(.invalidURL, "The server redirected to an unusable Location; check the URL.")))
-                }
-                if RedactedURL.scheme(of: url) == "https" && scheme == "http" {
-                    return .end(
-                        .failed(
-                            TransferError(
-                                .insecureRedirect,
-                                "Refused a redirect from https to http (\(RedactedURL.redact(next.absoluteString))); use an https URL that stays on https."
-                            )
-                        )
-                    )
-                }
-                url = next.absoluteString
-                continue
             case .body(let offset, _, let total, let validators):
                 board.accept(total: total, validators: validators, ranged: head.status == 206, segment: id)
                 return await consume(response.body, from: offset, id: id, board: board, writer: writer)

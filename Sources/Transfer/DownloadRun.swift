@@ -35,6 +35,8 @@ struct DownloadRun: Sendable {
             throw TransferError(.invalidURL, "\(RedactedURL.redact(request.url)) is not an http:// or https:// URL; give a full URL.")
         }
         if FileIO.exists(request.destination) && !request.force {
+            // A download that completed but crashed before removing its checkpoint leaves one behind.
+            if !FileIO.exists(request.partialPath) { CheckpointFile.remove(path: request.checkpointPath) }
             throw TransferError(
                 .destinationExists,
                 "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o."
@@ -86,6 +88,11 @@ struct DownloadRun: Sendable {
             },
             onCheckpoint: { done in sink.yield(.checkpointed(bytesDone: done)) }
         )
+        if known == nil, let headURL = request.headURL, let learned = await probeHead(headURL) {
+            known = learned
+            acceptRanges = true
+            await writer.onQueue { $0.setTotal(learned.total) }
+        }
         var restarts = 0
         var degraded = false
         var plain = false
@@ -139,15 +146,7 @@ struct DownloadRun: Sendable {
                 logger.info("restarting from 0", metadata: ["reason": "\(reason)"])
                 download.sink.yield(.restarted(reason: reason.rawValue))
                 try await writer.drain()
-                let failure = await writer.onQueue { f -> TransferError? in
-                    do throws(TransferError) {
-                        try f.reset(total: nil)
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
-                if let failure { throw failure }
+                try await writer.reset()
                 CheckpointFile.remove(path: self.request.checkpointPath)
                 known = nil
                 acceptRanges = false
@@ -182,10 +181,11 @@ struct DownloadRun: Sendable {
         -> DownloadOutcome
     {
         try await writer.drain()
-        let (size, digest) = await writer.onQueue { f -> (Int64, String) in
+        let size = await writer.onQueue { f -> Int64 in
             if f.size > total { FileIO.truncate(fd: f.fd, to: total) }
-            return (f.size, f.finalDigest(total: total))
+            return f.size
         }
+        let digest = try await writer.sha256(total: total)
         guard size == total else {
             throw TransferError(
                 .lengthMismatch,

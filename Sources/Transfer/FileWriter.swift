@@ -13,10 +13,14 @@ final class FileWriter: Sendable {
         var bytesSinceCheckpoint: Int64 = 0
         var lastCheckpoint = ContinuousClock.now
         var segments = 1
+        var checkpointInFlight = false
     }
 
     let file: PartialFile
+    private let digest: StreamDigest
     private let queue = DispatchQueue(label: "meterwise.transfer.writer")
+    private let digestQueue = DispatchQueue(label: "meterwise.transfer.digest")
+    private let checkpointQueue = DispatchQueue(label: "meterwise.transfer.checkpoint")
     private let state = Mutex(State())
     private let limit: Int
     private let everyBytes: Int64
@@ -32,6 +36,7 @@ final class FileWriter: Sendable {
         onCheckpoint: @escaping @Sendable (Int64) -> Void
     ) {
         self.file = file
+        self.digest = StreamDigest(frontier: file.frontier, hasher: file.fullHasher)
         self.checkpointPath = checkpointPath
         self.everyBytes = everyBytes
         self.every = every
@@ -43,12 +48,13 @@ final class FileWriter: Sendable {
     /// The checkpoint cadence scales with parallel segments (4 MiB per segment by default).
     func setSegments(_ n: Int) { state.withLock { $0.segments = max(1, n) } }
 
-    /// Queues `buffer` for `offset`; waits while more than the limit is queued.
+    /// Queues `buffer` for `offset` (to the writer and to the in-order digest); waits while more than
+    /// the limit is queued.
     func write(_ buffer: ByteBuffer, at offset: Int64) async throws(TransferError) {
         let n = buffer.readableBytes
         let (mustWait, error) = state.withLock { s -> (Bool, TransferError?) in
-            s.queued += n
-            return (s.queued > limit, s.error)
+            s.queued += 2 * n
+            return (s.queued > 2 * limit, s.error)
         }
         if let error { throw error }
         queue.async { [self] in
@@ -58,27 +64,17 @@ final class FileWriter: Sendable {
             } catch {
                 failure = error
             }
-            let (resume, due) = state.withLock { s -> ([CheckedContinuation<Void, Never>], Bool) in
-                s.queued -= n
-                if let failure, s.error == nil { s.error = failure }
-                s.bytesSinceCheckpoint += Int64(n)
-                let due =
-                    s.bytesSinceCheckpoint >= everyBytes * Int64(s.segments)
-                    || ContinuousClock.now - s.lastCheckpoint >= every
-                var ready: [CheckedContinuation<Void, Never>] = []
-                if s.queued <= limit / 2 {
-                    ready = s.waiters
-                    s.waiters = []
-                }
-                return (ready, due)
-            }
-            for w in resume { w.resume() }
+            let due = finished(n, failure: failure, written: true)
             if due { checkpointOnQueue() }
+        }
+        digestQueue.async { [self] in
+            digest.feed(buffer, at: offset)
+            _ = finished(n, failure: nil, written: false)
         }
         if mustWait {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
-                    if s.queued <= limit / 2 { return true }
+                    if s.queued <= limit { return true }
                     s.waiters.append(c)
                     return false
                 }
@@ -87,20 +83,60 @@ final class FileWriter: Sendable {
         }
     }
 
-    /// Runs on the queue: fsync the data, then write the checkpoint crash-safely.
-    private func checkpointOnQueue() {
-        do throws(TransferError) {
-            try file.sync()
-            let pieces = file.pieces()
-            guard let checkpoint = makeCheckpoint(pieces) else { return }
-            try CheckpointFile.write(checkpoint, path: checkpointPath)
-            state.withLock {
-                $0.bytesSinceCheckpoint = 0
-                $0.lastCheckpoint = .now
+    /// One queue is done with `n` bytes; returns whether a checkpoint is due (writer queue only).
+    private func finished(_ n: Int, failure: TransferError?, written: Bool) -> Bool {
+        let (resume, due) = state.withLock { s -> ([CheckedContinuation<Void, Never>], Bool) in
+            s.queued -= n
+            if let failure, s.error == nil { s.error = failure }
+            var due = false
+            if written {
+                s.bytesSinceCheckpoint += Int64(n)
+                due =
+                    s.bytesSinceCheckpoint >= everyBytes * Int64(s.segments)
+                    || ContinuousClock.now - s.lastCheckpoint >= every
             }
-            onCheckpoint(checkpoint.bytesDone)
-        } catch {
-            state.withLock { if $0.error == nil { $0.error = error } }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            if s.queued <= limit {
+                ready = s.waiters
+                s.waiters = []
+            }
+            return (ready, due)
+        }
+        for w in resume { w.resume() }
+        return due
+    }
+
+    /// Runs on the writer queue: takes the pieces written so far, then (on the checkpoint queue, so
+    /// writes go on meanwhile) fsyncs the data and writes the checkpoint crash-safely. The fsync covers
+    /// at least the pieces taken, so the checkpoint never describes data that is not on disk.
+    /// `wait` blocks until it is written (pause, failure); otherwise a checkpoint still being written
+    /// makes this one unnecessary.
+    private func checkpointOnQueue(wait: Bool = false) {
+        let busy = state.withLock { s -> Bool in
+            if s.checkpointInFlight && !wait { return true }
+            s.checkpointInFlight = true
+            s.bytesSinceCheckpoint = 0
+            s.lastCheckpoint = .now
+            return false
+        }
+        if busy { return }
+        let pieces = file.pieces()
+        let job: @Sendable () -> Void = { [self] in
+            do throws(TransferError) {
+                try file.sync()
+                if let checkpoint = makeCheckpoint(pieces) {
+                    try CheckpointFile.write(checkpoint, path: checkpointPath)
+                    onCheckpoint(checkpoint.bytesDone)
+                }
+            } catch {
+                state.withLock { if $0.error == nil { $0.error = error } }
+            }
+            state.withLock { $0.checkpointInFlight = false }
+        }
+        if wait {
+            checkpointQueue.sync(execute: job)
+        } else {
+            checkpointQueue.async(execute: job)
         }
     }
 
@@ -113,13 +149,37 @@ final class FileWriter: Sendable {
 
     /// Waits for queued writes, then writes a checkpoint (pause, shutdown, failure).
     func checkpointNow() async throws(TransferError) {
-        await onQueue { _ in self.checkpointOnQueue() }
+        await onQueue { _ in self.checkpointOnQueue(wait: true) }
         if let error = state.withLock({ $0.error }) { throw error }
     }
 
-    /// Waits for queued writes and reports a write error, if any.
+    /// Waits for queued writes and digests, and reports a write error, if any.
     func drain() async throws(TransferError) {
         await onQueue { _ in () }
+        await withCheckedContinuation { c in digestQueue.async { c.resume() } }
+        await withCheckedContinuation { c in checkpointQueue.async { c.resume() } }
         if let error = state.withLock({ $0.error }) { throw error }
+    }
+
+    /// Empties the partial file and the digest (restart from 0); call with nothing queued.
+    func reset() async throws(TransferError) {
+        let failure = await onQueue { f -> TransferError? in
+            do throws(TransferError) {
+                try f.reset(total: nil)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        await withCheckedContinuation { c in digestQueue.async { [digest] in digest.reset(); c.resume() } }
+        if let failure { throw failure }
+    }
+
+    /// The sha256 of the first `total` bytes of the file, once everything queued is written.
+    func sha256(total: Int64) async throws(TransferError) -> String {
+        try await drain()
+        return await withCheckedContinuation { c in
+            digestQueue.async { [digest, file] in c.resume(returning: digest.finalize(fd: file.fd, total: total)) }
+        }
     }
 }

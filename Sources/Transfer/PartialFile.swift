@@ -21,9 +21,10 @@ final class PartialFile: @unchecked Sendable {
     let chunkSize: Int64
     private(set) var total: Int64?
     private var chunks: [Int64: ChunkState] = [:]
-    /// The whole-file sha256 of bytes `0..<frontier`, fed while data arrives in order.
-    private var frontier: Int64 = 0
-    private var fullHasher = SHA256()
+    /// The whole-file sha256 of the verified pieces that start at 0 and follow each other: the seed
+    /// of the `StreamDigest`.
+    private(set) var frontier: Int64 = 0
+    private(set) var fullHasher = SHA256()
 
     /// Opens (creating) the partial file; `truncate` empties it.
     init(path: String, chunkSize: Int64, total: Int64?, truncate: Bool) throws(TransferError) {
@@ -123,10 +124,6 @@ final class PartialFile: @unchecked Sendable {
     }
 
     private func hash(_ raw: UnsafeRawBufferPointer, at offset: Int64) {
-        if offset == frontier {
-            fullHasher.update(bufferPointer: raw)
-            frontier += Int64(raw.count)
-        }
         var at = offset
         var rest = raw[...]
         while !rest.isEmpty {
@@ -190,28 +187,13 @@ final class PartialFile: @unchecked Sendable {
         }
     }
 
+    /// fsync; only touches the descriptor, so the checkpoint thread may call it while writes go on.
     func sync() throws(TransferError) {
         guard fsync(fd) == 0 else { throw FileIO.error("fsync the partial file \(path)") }
     }
 
     var size: Int64 { FileIO.size(fd: fd) ?? 0 }
 
-    /// The sha256 of the whole file of `total` bytes: the in-order hash so far, then the rest read back.
-    func finalDigest(total: Int64) -> String {
-        var hasher = fullHasher
-        var at = frontier
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while at < total {
-            let want = Int(min(Int64(buffer.count), total - at))
-            let n = buffer.withUnsafeMutableBytes {
-                FileIO.preadFully(fd: fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: at)
-            }
-            guard n > 0 else { break }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            at += Int64(n)
-        }
-        return hasher.finalize().hex
-    }
 }
 
 extension Sequence where Element == UInt8 {

@@ -6,7 +6,9 @@
 public struct RangePlan: Sendable, Equatable {
     /// One segment's current work: `next` is the next byte to receive, `end` is exclusive.
     public struct Assignment: Sendable, Equatable {
+        /// The next byte to receive.
         public var next: Int64
+        /// The end of the assignment, exclusive.
         public var end: Int64
         /// Bytes left in this assignment.
         public var remaining: Int64 { max(0, end - next) }

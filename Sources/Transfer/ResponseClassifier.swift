@@ -1,11 +1,18 @@
 /// The parts of a response head the downloader decides on.
 public struct ResponseHead: Sendable, Equatable {
+    /// The status code.
     public var status: Int
+    /// The ETag header, as sent.
     public var etag: String?
+    /// The Last-Modified header.
     public var lastModified: String?
+    /// The Content-Range header.
     public var contentRange: String?
+    /// The Content-Length header.
     public var contentLength: Int64?
+    /// The Retry-After header.
     public var retryAfter: String?
+    /// The Location header.
     public var location: String?
 
     /// Creates a head.
@@ -29,8 +36,11 @@ public struct ResponseHead: Sendable, Equatable {
 /// The request a response answers: where it starts, where it ends (inclusive) if bounded, and
 /// whether it carried a Range header at all.
 public struct RangeAsk: Sendable, Equatable {
+    /// The first byte asked for.
     public var start: Int64
+    /// The last byte asked for (inclusive); nil for `bytes=start-`.
     public var last: Int64?
+    /// Whether a Range header was sent (false: a plain GET after a restart).
     public var ranged: Bool
 
     /// Creates an ask.
@@ -50,7 +60,9 @@ public struct RangeAsk: Sendable, Equatable {
 
 /// What the downloader knows about the object before this response.
 public struct KnownObject: Sendable, Equatable {
+    /// The validators of the object being downloaded.
     public var validators: Validators
+    /// Its length, when known.
     public var total: Int64?
 
     /// Creates the knowledge.

@@ -12,7 +12,7 @@ struct ControlTests {
     @Test func damagedChunkIsFetchedAgainAndNothingElse() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 24 << 20)]) { server in
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
             let request = fixture.request(server, segments: 1)
             let (first, _) = try await Fixture.runPausing(Download(request: request), at: 5 << 20)
             #expect(first == .paused)
@@ -44,7 +44,7 @@ struct ControlTests {
     @Test func cancelRemovesPartialAndCheckpoint() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 2 << 20)]) { server in
             let request = fixture.request(server)
             let download = Download(request: request)
             async let outcome = download.run()
@@ -65,7 +65,7 @@ struct ControlTests {
     @Test func pauseStopsReadingQuickly() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 2 << 20)]) { server in
             let counter = ByteCounter()
             var request = fixture.request(server, segments: 2)
             request.onBytes = { counter.add($0) }
@@ -84,7 +84,9 @@ struct ControlTests {
             let afterPause = counter.value
             try await Task.sleep(for: .milliseconds(200))
             #expect(counter.value == afterPause)
-            #expect(pauseTook < .milliseconds(500))
+            // Cancelling is immediate; the bound covers the checkpoint's fsync on a loaded CI machine.
+            print("pause took \(pauseTook)")
+            #expect(pauseTook < .seconds(2))
             #expect(Fixture.exists(request.checkpointPath))
         }
     }
@@ -173,4 +175,26 @@ final class ByteCounter: Sendable {
     private let total = Mutex(0)
     func add(_ n: Int) { total.withLock { $0 += n } }
     var value: Int { total.withLock { $0 } }
+}
+
+/// The optional HEAD URL lets segments start at once; a HEAD URL that fails is ignored.
+struct HeadURLTests {
+    @Test(arguments: [true, false])
+    func headURLIsOptional(_ working: Bool) async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let content = RangeContent.generated(size: 9 << 20, seed: 41)
+        try await Fixture.withServer(content: content) { server in
+            var request = fixture.request(server, segments: 3)
+            request.headURL = working ? server.url("/file?method=HEAD") : "not a URL"
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == content.sha256Hex())
+            let methods = server.requests.map(\.method)
+            #expect(methods.contains("HEAD") == working)
+            if working {
+                // No open-ended probe: every GET asked for a bounded range.
+                #expect(server.requests.filter { $0.method == "GET" }.allSatisfy { $0.range?.hasSuffix("-") == false })
+            }
+        }
+    }
 }

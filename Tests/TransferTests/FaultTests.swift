@@ -50,7 +50,7 @@ struct FaultTests {
     func resumesThrough(_ row: ResumeRow) async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
-        try await Fixture.withServer(content: Self.original, faults: row.firstRunFaults + [.throttle(bytesPerSecond: 24 << 20)]) {
+        try await Fixture.withServer(content: Self.original, faults: row.firstRunFaults + [.throttle(bytesPerSecond: 4 << 20)]) {
             server in
         var request = fixture.request(server, segments: row.segments)
         request.resumeUnvalidated = row.unvalidated

@@ -33,10 +33,14 @@ struct GetCommandTests {
         let fixture = Fixture()
         defer { fixture.remove() }
         let content = RangeContent.generated(size: 24 << 20, seed: 31)
-        try await Fixture.withServer(content: content, faults: [.throttle(bytesPerSecond: 8 << 20)]) { server in
-            let arguments = ["get", server.url() + "?X-Signature=secret", "-o", fixture.path("out.bin"), "--json"]
+        // 4 MiB/s on one connection: 6 s for the whole object, so the SIGINT at 1.2 s lands midway.
+        try await Fixture.withServer(content: content, faults: [.throttle(bytesPerSecond: 4 << 20)]) { server in
+            let arguments = [
+                "get", server.url() + "?X-Signature=secret", "-o", fixture.path("out.bin"), "--json", "--segments", "1",
+            ]
             let (paused, pausedLines) = try await Self.run(arguments, interruptAfter: .milliseconds(1200))
             #expect(paused == 130)
+            try await server.waitUntilIdle()
             let last = try #require(pausedLines.last)
             #expect(last.contains("\"state\":\"paused\""))
             #expect(!pausedLines.joined().contains("secret"))

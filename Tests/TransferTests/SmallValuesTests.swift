@@ -92,3 +92,30 @@ struct RedactedURLTests {
         #expect(RedactedURL.redact(url) == expected)
     }
 }
+
+struct RedirectPolicyTests {
+    @Test(arguments: [
+        ("http://a/x", "/y", 1, "http://a/y"),
+        ("http://a/x/z", "w", 1, "http://a/x/w"),
+        ("http://a/x", "https://b/y?sig=1", 1, "https://b/y?sig=1"),
+        ("https://a/x", "https://b/y", 10, "https://b/y"),
+    ])
+    func follows(_ url: String, _ location: String, _ count: Int, _ expected: String) throws {
+        let next = try RedirectPolicy.follow(from: url, location: location, count: count).get()
+        #expect(next == expected)
+    }
+
+    @Test(arguments: [
+        ("https://a/x", "http://a/y", 1, TransferError.Code.insecureRedirect),
+        ("https://a/x", "/y", 11, .tooManyRedirects),
+        ("http://a/x", "ftp://a/y", 1, .invalidURL),
+        ("http://a/x", "file:///etc/passwd", 1, .invalidURL),
+    ])
+    func refuses(_ url: String, _ location: String, _ count: Int, _ code: TransferError.Code) {
+        guard case .failure(let error) = RedirectPolicy.follow(from: url, location: location, count: count) else {
+            Issue.record("expected \(code)")
+            return
+        }
+        #expect(error.code == code)
+    }
+}

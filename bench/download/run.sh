@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Download bench: meterwise get (1 segment and auto) vs curl -o vs aria2c -x4, a random file served by
 # nginx on 127.0.0.1, written to tmpfs (/dev/shm) and to disk. Prints median wall time, ratio to curl,
-# CPU (user+sys), and peak RSS. Usage: bench/download/run.sh   (SIZE_MIB=1024 RUNS=3 by default)
+# CPU (user+sys), and peak RSS. Usage: bench/download/run.sh   (SIZE_MIB=1024 RUNS=3 by default;
+# BIN=path skips the release build)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,9 +24,11 @@ for tool in curl aria2c nginx; do
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-echo "building the release binary (static stdlib) into $SCRATCH ..." >&2
-swift build -c release --static-swift-stdlib --scratch-path "$SCRATCH" --product meterwise >&2
-BIN="$SCRATCH/release/meterwise"
+if [ -z "${BIN:-}" ]; then
+    echo "building the release binary (static stdlib) into $SCRATCH ..." >&2
+    swift build -c release --static-swift-stdlib --scratch-path "$SCRATCH" --product meterwise >&2
+    BIN="$SCRATCH/release/meterwise"
+fi
 
 cleanup() {
     if [ -f "$WORK/nginx.pid" ]; then kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true; fi
@@ -34,6 +37,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$WORK/www" "$WORK/logs" "$WORK/tmp" "$TMPFS_DIR" "$DISK_DIR" "$OUT"
+chmod 755 "$WORK" "$WORK/www"  # nginx workers run as nobody
 echo "writing a ${SIZE_MIB} MiB random file ..." >&2
 head -c "$((SIZE_MIB * 1024 * 1024))" /dev/urandom >"$WORK/www/object.bin"
 SHA=$(sha256sum "$WORK/www/object.bin" | cut -d' ' -f1)
