@@ -104,6 +104,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Benchmarks (bench/*/run.sh builds them in release and prints a table).
+        .executableTarget(name: "bench-links", dependencies: ["NetlinkLinks", "Links", "Lab"], path: "bench/links",
+                          exclude: ["run.sh"]),
+
         // Test helpers: manual clock, netns fixtures, the range server re-exported.
         .target(name: "TestSupport", dependencies: ["Links", "RangeServer", "Lab"]),
 

@@ -20,6 +20,10 @@
 #include <poll.h>
 #include <errno.h>
 
+/// Enters a network namespace on the calling thread (setns with CLONE_NEWNET). 0 or -1 with errno.
+extern int setns(int fd, int nstype);
+static inline int mw_enter_netns(int fd) { return setns(fd, 0x40000000 /* CLONE_NEWNET */); }
+
 static inline unsigned int mw_iff_up(void) { return IFF_UP; }
 static inline unsigned int mw_iff_running(void) { return IFF_RUNNING; }
 static inline unsigned int mw_iff_lower_up(void) { return IFF_LOWER_UP; }

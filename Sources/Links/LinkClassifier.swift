@@ -30,7 +30,7 @@ public enum LinkClassifier {
         if let arphrd = facts.arphrd {
             if arphrd == ARPHRD.ppp { return (.ppp, "arphrd=ppp") }
             if arphrd == ARPHRD.rawIP { return (.wwan, "arphrd=rawip") }
-            if arphrd == ARPHRD.tunnelNone, facts.rtnlType != "tun" {
+            if arphrd == ARPHRD.tunnelNone, (facts.rtnlType ?? "").isEmpty {
                 // ARPHRD_NONE without a tun type: a raw-IP modem (qmi_wwan in raw-ip mode).
                 return (.wwan, "arphrd=none")
             }
@@ -57,9 +57,10 @@ public enum LinkClassifier {
         }
         if facts.devtype == "bridge" { return (.bridge, "devtype=bridge") }
         if facts.arphrd == ARPHRD.tunnelNone { return (.tun, "arphrd=none") }
-        if facts.arphrd == ARPHRD.ether, facts.driver != nil {
-            return (.ethernet, "arphrd=ether, driver=\(facts.driver!)")
+        if facts.arphrd == ARPHRD.ether, let driver = facts.driver {
+            return (.ethernet, "arphrd=ether, driver=\(driver)")
         }
+        if let type = facts.rtnlType, !type.isEmpty { return (.other, "type=\(type)") }
         return (.other, "no matching fact")
     }
 

@@ -1,7 +1,62 @@
 import ArgumentParser
+import Foundation
+import Links
+import NetlinkLinks
 
-// Filled in by the foundation issue (in progress).
+/// `meterwise links`: what the link monitor sees, once or as it changes.
 struct LinksCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "links", abstract: "Show network links.")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "links",
+        abstract: "Show network links, default routes and the primary uplink.",
+        discussion: """
+            Reads the kernel over netlink (libnl), or replays a scenario file with --scenario. \
+            With --watch, prints one line per change until interrupted (or the scenario ends).
+            """
+    )
+
+    @Flag(help: "Print JSON: one document, or with --watch one object per line.")
+    var json = false
+
+    @Flag(help: "Keep running and print every change of the snapshot.")
+    var watch = false
+
+    @Option(help: "Replay this scenario file instead of reading the kernel.")
+    var scenario: String?
+
+    @Option(help: "Replay speed for --scenario (20 plays 20 s in 1 s).")
+    var speed: Double = 1
+
+    func validate() throws {
+        guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
+        if scenario == nil && speed != 1 { throw ValidationError("--speed only applies with --scenario FILE") }
+    }
+
+    func run() async throws {
+        let monitor = try LinkSource.monitor(scenario: scenario, speed: speed)
+        var previous: LinkSnapshot?
+        for try await snapshot in monitor.snapshots() {
+            if !watch {
+                Output.line(json ? SnapshotFormat.json(snapshot) : SnapshotFormat.table(snapshot))
+                return
+            }
+            let line = json
+                ? SnapshotFormat.json(snapshot, at: Date())
+                : SnapshotFormat.changeLine(snapshot, previous: previous, at: Date())
+            Output.line(line)
+            previous = snapshot
+        }
+    }
+}
+
+/// Picks the link monitor backend from the command line.
+enum LinkSource {
+    static func monitor(scenario: String?, speed: Double) throws -> any LinkMonitor {
+        guard let scenario else { return NetlinkLinkMonitor() }
+        do {
+            return ScenarioLinkMonitor(scenario: try ScenarioParser.load(path: scenario), clock: ContinuousClock(),
+                                       speed: speed)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
 }

@@ -1,0 +1,34 @@
+import Foundation
+
+/// Runs system commands (`ip`, `tc`) for the lab, capturing their output.
+public enum Command {
+    /// Runs a program by absolute path or by name on PATH; throws with its stderr when it fails.
+    @discardableResult
+    public static func run(_ arguments: [String], allowFailure: Bool = false) throws(LabError) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        do {
+            try process.run()
+        } catch {
+            throw LabError(.commandFailed, "cannot start `\(arguments.joined(separator: " "))`: \(error)")
+        }
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        if process.terminationStatus != 0 && !allowFailure {
+            let text = String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw LabError(.commandFailed, "`\(arguments.joined(separator: " "))` failed (\(process.terminationStatus)): \(text)")
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Whether a program is on PATH.
+    public static func exists(_ name: String) -> Bool {
+        (try? run(["sh", "-c", "command -v \(name)"], allowFailure: false)) != nil
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Links
+
+/// How `meterwise links` prints snapshots: a table, change lines, or JSON.
+enum SnapshotFormat {
+    struct LinkJSON: Encodable {
+        var index: Int
+        var name: String
+        var kind: String
+        var kindSource: String
+        var operstate: String
+        var up: Bool
+        var running: Bool
+        var lowerUp: Bool
+        var mtu: Int
+        var mac: String?
+        var ssid: String?
+        var addresses: [String]
+        var primary: Bool
+    }
+
+    struct RouteJSON: Encodable {
+        var family: String
+        var link: String
+        var metric: Int
+        var gateway: String?
+    }
+
+    struct SnapshotJSON: Encodable {
+        var at: String?
+        var sequence: UInt64
+        var links: [LinkJSON]
+        var primary: String?
+        var defaultRoutes: [RouteJSON]
+    }
+
+    static func json(_ snapshot: LinkSnapshot, at: Date? = nil) -> String {
+        let primary = snapshot.primary?.name
+        let document = SnapshotJSON(
+            at: at.map(timestamp),
+            sequence: snapshot.sequence,
+            links: snapshot.links.map {
+                LinkJSON(index: $0.index, name: $0.name, kind: $0.kind.rawValue, kindSource: $0.kindSource,
+                         operstate: $0.operstate, up: $0.up, running: $0.running, lowerUp: $0.lowerUp, mtu: $0.mtu,
+                         mac: $0.mac, ssid: $0.ssid, addresses: $0.addresses, primary: $0.name == primary)
+            },
+            primary: primary,
+            defaultRoutes: snapshot.defaultRoutes.map {
+                RouteJSON(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)
+            })
+        return encode(document)
+    }
+
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func table(_ snapshot: LinkSnapshot) -> String {
+        let primary = snapshot.primary?.name
+        var rows = [[" ", "NAME", "KIND", "WHY", "STATE", "ADDRESSES"]]
+        for link in snapshot.links {
+            let state = link.isUsable ? "up" : (link.up ? "up, no carrier" : "down")
+            rows.append([link.name == primary ? "*" : " ", link.name, link.kind.rawValue, link.kindSource, state,
+                         link.addresses.joined(separator: " ")])
+        }
+        var text = render(rows)
+        text += "\n"
+        if snapshot.defaultRoutes.isEmpty {
+            text += "\nno default route"
+        } else {
+            text += "\ndefault routes:"
+            for route in snapshot.defaultRoutes {
+                let via = route.gateway.map { " via \($0)" } ?? ""
+                text += "\n  \(route.family.rawValue) dev \(route.link)\(via) metric \(route.metric)"
+            }
+        }
+        text += "\nprimary uplink: " + (primary.map { "\($0) (*)" } ?? "none")
+        return text
+    }
+
+    static func changeLine(_ snapshot: LinkSnapshot, previous: LinkSnapshot?, at: Date) -> String {
+        let primary = snapshot.primary.map { "\($0.name) (\($0.kind.rawValue))" } ?? "none"
+        let states = snapshot.links.filter { $0.kind != .loopback }.map { "\($0.name)=\($0.isUsable ? "up" : "down")" }
+        var line = "\(timestamp(at)) primary=\(primary) " + states.joined(separator: " ")
+        if let previous, previous.primary?.name != snapshot.primary?.name {
+            line += "  [primary \(previous.primary?.name ?? "none") -> \(snapshot.primary?.name ?? "none")]"
+        }
+        return line
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    static func render(_ rows: [[String]]) -> String {
+        let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,108 @@
+import ConfigKit
+import Links
+import TestSupport
+import Testing
+
+@Suite struct ScenarioTests {
+    @Test(arguments: ["commute", "hotspot", "flapping", "dual-uplink", "dock"])
+    func shippedScenariosParse(name: String) throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
+        #expect(scenario.name == name)
+        #expect(!scenario.steps.isEmpty)
+    }
+
+    @Test func commuteTimeline() throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/commute.yaml"))
+        let timeline = scenario.timeline()
+        #expect(timeline.map(\.at) == [.zero, .seconds(8), .seconds(20)])
+        #expect(timeline.map { $0.snapshot.primary?.name } == ["wlan0", "wwan0", "wlan0"])
+        #expect(timeline[1].snapshot.link(named: "wlan0")?.isUsable == false)
+        #expect(timeline[1].snapshot.link(named: "wwan0")?.kind == .wwan)
+        #expect(timeline[0].snapshot.link(named: "wlan0")?.ssid == "HomeWiFi")
+    }
+
+    @Test func flappingToggles() throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/flapping.yaml"))
+        let primaries = scenario.timeline().map { $0.snapshot.primary?.name }
+        #expect(primaries.filter { $0 == "wwan0" }.count >= 12)
+        #expect(scenario.steps[1].at == .milliseconds(200))
+    }
+
+    @Test func primaryCarriesOverUntilItsLinkDrops() throws {
+        let text = """
+            links:
+              a: { kind: ethernet }
+              b: { kind: wlan }
+            steps:
+              - { at: 0s, up: [a, b], primary: a }
+              - { at: 1s, down: [b] }
+              - { at: 2s, down: [a] }
+            """
+        let timeline = try ScenarioParser.parse(text, file: "t.yaml").timeline()
+        #expect(timeline.map { $0.snapshot.primary?.name } == ["a", "a", nil])
+    }
+
+    static let badFiles: [(String, String)] = [
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, up: [wlan1] }\n", "t.yaml:4:"),
+        ("links:\n  wlan0: { kind: radio }\nsteps:\n  - { at: 0s }\n", "t.yaml:2:"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 5 seconds }\n", "t.yaml:4:"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, primery: wlan0 }\n", "did you mean `primary`"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 2s }\n  - { at: 1s }\n", "time order"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, primary: wlan0 }\n", "is down at this step"),
+        ("links: [\n", "t.yaml:"),
+        ("name: x\n", "no steps"),
+    ]
+
+    @Test(arguments: badFiles)
+    func badScenarioIsLocated(text: String, expected: String) {
+        do {
+            _ = try ScenarioParser.parse(text, file: "t.yaml")
+            Issue.record("expected an error for \(text)")
+        } catch {
+            #expect(error.description.contains(expected), "\(error.description)")
+        }
+    }
+
+    @Test func reportsEveryProblemNotOnlyTheFirst() {
+        let text = "links:\n  wlan0: { kind: radio }\nsteps:\n  - { at: 0s, up: [nope] }\n  - { at: soon }\n"
+        do {
+            _ = try ScenarioParser.parse(text, file: "t.yaml")
+            Issue.record("expected errors")
+        } catch {
+            #expect(error.description.contains("t.yaml:2:"))
+            #expect(error.description.contains("t.yaml:4:"))
+            #expect(error.description.contains("t.yaml:5:"))
+        }
+    }
+
+    @Test func monitorReplaysOnManualClock() async throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/commute.yaml"))
+        let clock = ManualClock()
+        let monitor = ScenarioLinkMonitor(scenario: scenario, clock: clock)
+        let stream = monitor.snapshots()
+        let collector = Task {
+            var received: [LinkSnapshot] = []
+            for try await snapshot in stream {
+                received.append(snapshot)
+                if received.count == 2 { break }
+            }
+            return received
+        }
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(7))
+        #expect(clock.sleeperCount == 1)  // 7 s is not yet 8 s
+        clock.advance(by: .seconds(1))
+        let received = try await collector.value
+        #expect(received.map { $0.primary?.name } == ["wlan0", "wwan0"])
+        #expect(received.last?.timestamp == 8)
+    }
+
+    @Test func monitorFinishesAtEnd() async throws {
+        let text = "links:\n  a: { kind: wlan }\nsteps:\n  - { at: 0s, up: [a], primary: a }\n"
+        let monitor = ScenarioLinkMonitor(scenario: try ScenarioParser.parse(text, file: "t.yaml"),
+                                          clock: ContinuousClock(), speed: 100)
+        var count = 0
+        for try await _ in monitor.snapshots() { count += 1 }
+        #expect(count == 1)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Lab
+import Links
+import NetlinkLinks
+import Synchronization
+import TestSupport
+import Testing
+
+/// Kernel tests: each builds its own namespaces with veth links named wlan0 and wwan0 (default routes
+/// via both, wlan0's metric lower), runs the real libnl monitor inside, and removes them after.
+@Suite struct NetlinkMonitorKernelTests {
+    /// Collects the monitor's snapshots on a task the test cancels when done.
+    final class Recorder: Sendable {
+        let snapshots = Mutex<[LinkSnapshot]>([])
+        var all: [LinkSnapshot] { snapshots.withLock { $0 } }
+        var latest: LinkSnapshot? { all.last }
+    }
+
+    func withMonitor(_ name: String, _ body: (VethUplinks, Recorder) async throws -> Void) async throws {
+        if KernelTestGate.skipReason(name) != nil { return }
+        let uplinks = try VethUplinks.create()
+        defer { uplinks.delete() }
+        let recorder = Recorder()
+        let monitor = NetlinkLinkMonitor(namespacePath: uplinks.device.path)
+        let stream = monitor.snapshots()
+        let consumer = Task {
+            for try await snapshot in stream { recorder.snapshots.withLock { $0.append(snapshot) } }
+        }
+        defer { consumer.cancel() }
+        #expect(await eventually { recorder.latest != nil }, "no initial snapshot")
+        try await body(uplinks, recorder)
+    }
+
+    @Test func initialDumpSeesVethUplinks() async throws {
+        try await withMonitor("initialDumpSeesVethUplinks") { _, recorder in
+            let snapshot = try #require(recorder.latest)
+            #expect(snapshot.link(named: "wlan0")?.kind == .wlan)
+            #expect(snapshot.link(named: "wwan0")?.kind == .wwan)
+            #expect(snapshot.link(named: "wlan0")?.kindSource == "name=wlan0 (over type=veth)")
+            #expect(snapshot.link(named: "lo")?.kind == .loopback)
+            #expect(snapshot.link(named: "wlan0")?.ipv4 == ["10.77.1.2/24"])
+            #expect(snapshot.defaultRoutes.count == 2)
+            #expect(snapshot.primary?.name == "wlan0")
+        }
+    }
+
+    @Test func linkDownMovesPrimaryAndBack() async throws {
+        try await withMonitor("linkDownMovesPrimaryAndBack") { uplinks, recorder in
+            try uplinks.device.ip("link", "set", "wlan0", "down")
+            #expect(await eventually { recorder.latest?.primary?.name == "wwan0" }, "primary did not move to wwan0")
+            #expect(recorder.latest?.link(named: "wlan0")?.up == false)
+            // The kernel dropped wlan0's route without RTM_DELROUTE; the monitor re-read routes anyway.
+            #expect(recorder.latest?.defaultRoutes.contains { $0.link == "wlan0" && $0.family == .ipv4 } == false)
+
+            try uplinks.device.ip("link", "set", "wlan0", "up")
+            try uplinks.device.ip("route", "add", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100")
+            #expect(await eventually { recorder.latest?.primary?.name == "wlan0" }, "primary did not return to wlan0")
+        }
+    }
+
+    @Test func addressAddAndRemove() async throws {
+        try await withMonitor("addressAddAndRemove") { uplinks, recorder in
+            try uplinks.device.ip("addr", "add", "10.77.9.9/32", "dev", "wwan0")
+            #expect(await eventually { recorder.latest?.link(named: "wwan0")?.ipv4.contains("10.77.9.9") == true })
+            try uplinks.device.ip("addr", "add", "fd77::9/64", "dev", "wwan0", "nodad")
+            #expect(await eventually { recorder.latest?.link(named: "wwan0")?.ipv6.contains("fd77::9/64") == true })
+            try uplinks.device.ip("addr", "del", "10.77.9.9/32", "dev", "wwan0")
+            #expect(await eventually { recorder.latest?.link(named: "wwan0")?.ipv4.contains("10.77.9.9") == false })
+        }
+    }
+
+    @Test func defaultRouteRemetricAddRemove() async throws {
+        try await withMonitor("defaultRouteRemetricAddRemove") { uplinks, recorder in
+            // Re-metric: wwan0 becomes cheaper than wlan0.
+            try uplinks.device.ip("route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "600")
+            #expect(await eventually { recorder.latest?.defaultRoutes.count == 1 })
+            try uplinks.device.ip("route", "add", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "50")
+            #expect(await eventually { recorder.latest?.primary?.name == "wwan0" }, "re-metric did not move primary")
+            #expect(recorder.latest?.defaultRoutes.first { $0.link == "wwan0" }?.metric == 50)
+            #expect(recorder.latest?.defaultRoutes.first { $0.link == "wwan0" }?.gateway == "10.77.2.1")
+            // Removed: the primary falls back to wlan0.
+            try uplinks.device.ip("route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "50")
+            #expect(await eventually { recorder.latest?.primary?.name == "wlan0" })
+            // IPv6 default route only: v4 routes gone, v6 decides.
+            try uplinks.device.ip("addr", "add", "fd78::2/64", "dev", "wwan0", "nodad")
+            try uplinks.device.ip("-6", "route", "add", "default", "via", "fd78::1", "dev", "wwan0", "metric", "10")
+            try uplinks.device.ip("route", "del", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100")
+            #expect(await eventually { recorder.latest?.primary?.name == "wwan0" }, "IPv6 default route ignored")
+            #expect(recorder.latest?.defaultRoutes.contains { $0.family == .ipv6 && $0.link == "wwan0" } == true)
+        }
+    }
+
+    @Test func unchangedStateDeliversNoSnapshot() async throws {
+        try await withMonitor("unchangedStateDeliversNoSnapshot") { uplinks, recorder in
+            let before = recorder.all.count
+            // Setting an already-up link up sends nothing that changes the state.
+            try uplinks.device.ip("link", "set", "wlan0", "up")
+            try uplinks.device.ip("addr", "add", "10.77.9.10/32", "dev", "wlan0")
+            #expect(await eventually { recorder.latest?.link(named: "wlan0")?.ipv4.count == 2 })
+            let sequences = recorder.all.map(\.sequence)
+            #expect(sequences == Array(1...UInt64(sequences.count)), "sequence numbers must be consecutive")
+            #expect(recorder.all.count <= before + 2)
+        }
+    }
+
+    @Test func stopsWhenConsumerCancels() async throws {
+        if KernelTestGate.skipReason("stopsWhenConsumerCancels") != nil { return }
+        let namespace = try Netns.create(prefix: "mwstop")
+        defer { namespace.delete() }
+        let stream = NetlinkLinkMonitor(namespacePath: namespace.path).snapshots()
+        let task = Task { () -> Int in
+            var count = 0
+            for try await _ in stream { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        let count = try await task.value
+        #expect(count >= 1)
+    }
+}
