@@ -17,6 +17,8 @@ struct Meterwise: AsyncParsableCommand {
             LinksCommand.self,
             GetCommand.self,
             PolicyCommand.self,
+            LabCommand.self,
+            ServeCommand.self,
         ]
     )
 }
