@@ -24,6 +24,8 @@ public struct LabRun: Sendable {
     public var timeout: Duration = .seconds(300)
     /// How often the device's counters are sampled.
     public var sampleInterval: Duration = .milliseconds(5)
+    /// The namespaces are `PREFIX-dev-PID-R` and `PREFIX-net-PID-R`.
+    public var namespacePrefix = "mwlab"
     /// Progress lines for people (the command prints them on stderr).
     public var log: @Sendable (String) -> Void = { _ in }
 
@@ -40,7 +42,7 @@ public struct LabRun: Sendable {
 
     /// Runs the lab; the namespaces are gone when it returns or throws.
     public func run() async throws -> LabReport {
-        let topology = try LabTopology.create(uplinks: uplinks)
+        let topology = try LabTopology.create(uplinks: uplinks, prefix: namespacePrefix)
         defer { topology.teardown() }
         log("lab: namespaces \(topology.device.name) (device) and \(topology.internet.name) (internet); "
             + uplinks.map { "\($0.name) \($0.deviceAddress) \($0.rateBitsPerSecond.map { "\($0 / 1000) kbit/s" } ?? "unshaped")" }

@@ -14,12 +14,25 @@ public struct ScenarioDriver: Sendable {
         public var state: RouteState
         public var commands: [[String]]
         public var note: String?
+
+        public init(index: Int, at: Duration, state: RouteState, commands: [[String]], note: String? = nil) {
+            self.index = index
+            self.at = at
+            self.state = state
+            self.commands = commands
+            self.note = note
+        }
     }
 
     /// A step the driver carried out, and when its last command returned (since the replay's start).
     public struct AppliedStep: Sendable, Hashable {
         public var step: PlannedStep
         public var appliedAt: Duration
+
+        public init(step: PlannedStep, appliedAt: Duration) {
+            self.step = step
+            self.appliedAt = appliedAt
+        }
     }
 
     public let scenario: Scenario

@@ -153,6 +153,7 @@ import Testing
                          serverCommand: { [binary, "serve", "--host", $0, "--port", "\($1)", "--size", "4MiB"] },
                          engineCommand: { [binary, "get", $0.url, "-o", output, "--sha256", $0.sha256, "--json", "--force"] })
         lab.timeout = .seconds(30)
+        lab.namespacePrefix = "mwlabget"
         let report = try await lab.run()
         #expect(report.engineExit == 0, "\(report.engineStderr)")
         #expect(report.sha256OK == true)
@@ -161,7 +162,7 @@ import Testing
         #expect(report.interfaces["wwan0"]!.rx < 16 << 10)
         #expect(report.steps.count == 2)
         let listed = try Command.run(["ip", "netns", "list"])
-        #expect(!listed.contains("mwlab-dev-\(getpid())"))
+        #expect(!listed.contains("mwlabget-"))
     }
 
     @Test func cancelledLabRunStopsItsChildrenAndRemovesNamespaces() async throws {
@@ -174,6 +175,7 @@ import Testing
                          serverCommand: { _, _ in ["sh", "-c", #"echo '{"url":"u","sha256":"s","size":1}'; exec sleep 60"#] },
                          engineCommand: { _ in ["sleep", "60"] })
         lab.timeout = .seconds(60)
+        lab.namespacePrefix = "mwlabcancel"
         let started = ContinuousClock.now
         let run = Task { try await lab.run() }
         try await Task.sleep(for: .milliseconds(800))
@@ -181,6 +183,6 @@ import Testing
         _ = try? await run.value
         #expect(ContinuousClock.now - started < .seconds(8))
         let listed = try Command.run(["ip", "netns", "list"])
-        #expect(!listed.contains("mwlab-dev-\(getpid())") && !listed.contains("mwlab-net-\(getpid())"))
+        #expect(!listed.contains("mwlabcancel-"))
     }
 }

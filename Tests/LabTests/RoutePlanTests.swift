@@ -28,9 +28,10 @@ import Testing
     @Test func commuteBecomesLinkAndRouteCommands() throws {
         let plan = ScenarioDriver(scenario: try Self.scenario(Self.commute), uplinks: Self.uplinks).plan()
         #expect(plan.map(\.at) == [.zero, .seconds(8), .seconds(20)])
+        // First routes go in file order; nothing is demoted.
         #expect(plan[0].commands == [
-            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
             ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
+            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
         ])
         // Wi-Fi drops first, then cellular is promoted: the order a connection manager produces.
         #expect(plan[1].commands == [
