@@ -87,6 +87,7 @@ let package = Package(
                 "Links", "Policy", "Transfer",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -98,10 +99,15 @@ let package = Package(
         .executableTarget(
             name: "Meterwise",
             dependencies: [
-                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab",
+                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // Benchmarks (bench/*/run.sh builds them in release and prints a table).

@@ -1,6 +1,8 @@
 import ArgumentParser
 import ConfigKit
 import Dispatch
+import Logging
+import Synchronization
 import Transfer
 #if canImport(Glibc)
 import Glibc
@@ -92,7 +94,9 @@ struct GetCommand: AsyncParsableCommand {
         request.resumeUnvalidated = resumeUnvalidated
         request.rateLimit = rate.flatMap(Self.parseRate)
         if let every = checkpointEvery.flatMap(Units.parseBytes) { request.checkpointEveryBytes = every }
-        let download = Download(request: request)
+        var logger = Logger(label: "meterwise.get")
+        logger.logLevel = .warning  // the printer reports progress; info logs would repeat it
+        let download = Download(request: request, logger: logger)
         let printer = ProgressPrinter(
             mode: json ? .json : (isatty(STDERR_FILENO) == 1 ? .tty : .plain),
             url: RedactedURL.redact(url), destination: request.destination
@@ -107,7 +111,7 @@ struct GetCommand: AsyncParsableCommand {
             case rendered
         }
         var outcome: Result<DownloadOutcome, TransferError>?
-        var signal: Int32?
+        let received = ReceivedSignal()
         await withTaskGroup(of: Ending.self) { group in
             group.addTask {
                 do throws(TransferError) {
@@ -124,6 +128,7 @@ struct GetCommand: AsyncParsableCommand {
             }
             group.addTask {
                 for await number in signalNumbers {
+                    received.number.withLock { $0 = number }
                     await download.pause()
                     return .signal(number)
                 }
@@ -137,8 +142,8 @@ struct GetCommand: AsyncParsableCommand {
                     pending -= 1
                 case .rendered:
                     pending -= 1
-                case .signal(let number):
-                    signal = number
+                case .signal:
+                    break
                 }
             }
             group.cancelAll()
@@ -148,7 +153,7 @@ struct GetCommand: AsyncParsableCommand {
         case .success(.completed(let result))?:
             if !json { printer.line("\(result.sha256)  \(result.path)", toStdout: true) }
         case .success(.paused)?:
-            let code: Int32 = signal == SIGTERM ? 143 : 130
+            let code: Int32 = received.number.withLock { $0 } == SIGTERM ? 143 : 130
             if !json { printer.line("Paused; the checkpoint is saved. Run the same command again to resume.") }
             throw ExitCode(code)
         case .success(.cancelled)?:
@@ -173,4 +178,9 @@ struct GetCommand: AsyncParsableCommand {
         case .alreadyRunning, .cancelled: return 1
         }
     }
+}
+
+/// The signal that paused the download (the exit code depends on it).
+final class ReceivedSignal: Sendable {
+    let number = Mutex<Int32?>(nil)
 }

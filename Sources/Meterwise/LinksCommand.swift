@@ -52,9 +52,13 @@ struct LinksCommand: AsyncParsableCommand {
 enum LinkSource {
     static func monitor(scenario: String?, speed: Double) throws -> any LinkMonitor {
         guard let scenario else { return NetlinkLinkMonitor() }
+        return ScenarioLinkMonitor(scenario: try loadScenario(scenario), clock: ContinuousClock(), speed: speed)
+    }
+
+    /// A scenario file, or a usage error that says where it is wrong.
+    static func loadScenario(_ path: String) throws -> Scenario {
         do {
-            return ScenarioLinkMonitor(scenario: try ScenarioParser.load(path: scenario), clock: ContinuousClock(),
-                                       speed: speed)
+            return try ScenarioParser.load(path: path)
         } catch {
             throw ValidationError("\(error)")
         }

@@ -1,7 +1,23 @@
 import ArgumentParser
+import Foundation
+import Logging
+
+/// The entry point: bootstraps logging (only the executable does), then runs the command.
+/// `METERWISE_LOG=debug|info|warning|error` sets the level; commands log warnings and worse by default.
+@main
+enum Main {
+    static func main() async {
+        let level = ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        await Meterwise.main()
+    }
+}
 
 /// The `meterwise` command: thin subcommands over the Links, Policy, Transfer and Engine modules.
-@main
 struct Meterwise: AsyncParsableCommand {
     static let version = "0.1.0"
 
@@ -14,9 +30,18 @@ struct Meterwise: AsyncParsableCommand {
             """,
         version: version,
         subcommands: [
+            DemoCommand.self,
             LinksCommand.self,
             GetCommand.self,
             PolicyCommand.self,
+            DaemonCommand.self,
+            AddCommand.self,
+            ListCommand.self,
+            StatusCommand.self,
+            PauseCommand.self,
+            ResumeCommand.self,
+            CancelCommand.self,
+            WatchCommand.self,
             LabCommand.self,
             ServeCommand.self,
         ]

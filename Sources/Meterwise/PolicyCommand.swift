@@ -1,7 +1,157 @@
 import ArgumentParser
+import ConfigKit
+import Foundation
+import Links
+import Policy
 
-// Stub until the policy issue lands; replaced by the real command.
+/// `meterwise policy check|explain`: validate policy files, and say what a job would do and why.
 struct PolicyCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "policy", abstract: "Check and explain policies.")
-    func run() async throws { throw ValidationError("meterwise policy is not built yet") }
+    static let configuration = CommandConfiguration(
+        commandName: "policy",
+        abstract: "Check and explain policies.",
+        subcommands: [Check.self, Explain.self, Bench.self]
+    )
+
+    /// `./policies` when it exists, else the installed drop-in directory.
+    static func defaultPath() -> String {
+        FileManager.default.fileExists(atPath: "policies") ? "policies" : "/etc/meterwise/policies.d"
+    }
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate a policy file or directory; exit 1 listing every problem.",
+            discussion: "PATH defaults to ./policies, or /etc/meterwise/policies.d when ./policies does not exist.")
+
+        @Argument(help: "A policy file, or a directory of *.yaml files merged in lexical order.")
+        var path: String?
+
+        func run() async throws {
+            let path = path ?? PolicyCommand.defaultPath()
+            do {
+                let policy = try PolicySet.load(path: path)
+                print(
+                    "\(path): OK (\(policy.files.count) file\(policy.files.count == 1 ? "" : "s"), "
+                        + "\(policy.networks.count) network rule\(policy.networks.count == 1 ? "" : "s"), "
+                        + "\(policy.rules.count) rule\(policy.rules.count == 1 ? "" : "s"))")
+            } catch {
+                FileHandle.standardError.write(Data((error.description + "\n").utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Explain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show what a job would do now, the rule that decides, and why earlier rules did not match.",
+            discussion: """
+                Links come from a scenario at an instant (--scenario FILE --at 12s) or from this machine; \
+                --link NAME treats that link as the primary uplink. Budgets are explained as unused.
+                """)
+
+        @Option(help: "Policy file or directory (default ./policies/default.yaml, or /etc/meterwise/policies.d).")
+        var policy: String?
+        @Option(help: "Explain as if this link were the primary uplink.")
+        var link: String?
+        @Option(help: "A scenario file to take the links from (see docs/scenarios.md).")
+        var scenario: String?
+        @Option(help: "The instant of the scenario, e.g. 12s (default 0s).")
+        var at: String?
+        @Option(help: "The job's size, e.g. 700MiB.")
+        var size: String?
+        @Option(help: "Local time of day HH:MM (today), or an ISO 8601 instant; default now.")
+        var time: String?
+        @Option(help: "The job's priority.")
+        var priority: Int = 0
+        @Option(name: .customLong("tag"), help: "A job tag (repeatable).")
+        var tags: [String] = []
+        @Flag(help: "The job allows metered links.")
+        var allowMetered = false
+        @Flag(help: "The job allows roaming links.")
+        var allowRoaming = false
+        @Flag(help: "Print JSON: {\"action\", \"rule\", \"rate\", \"reasons\", ...}.")
+        var json = false
+
+        func validate() throws {
+            if at != nil, scenario == nil { throw ValidationError("--at needs --scenario FILE") }
+            if let at, Units.parseDuration(at) == nil {
+                throw ValidationError("bad --at `\(at)`: \(Units.durationHint)")
+            }
+            if let size, Units.parseBytes(size) == nil {
+                throw ValidationError("bad --size `\(size)`: \(Units.bytesHint)")
+            }
+            if let time, Self.instant(time) == nil {
+                throw ValidationError("bad --time `\(time)`: write HH:MM (local, today) or 2026-11-22T02:30:00Z")
+            }
+        }
+
+        static func instant(_ text: String) -> Date? {
+            if let minutes = TimeWindow.minutes(text, allow24: false) {
+                var calendar = Calendar(identifier: .gregorian)
+                calendar.timeZone = .current
+                let day = calendar.dateComponents([.year, .month, .day], from: Date())
+                return calendar.date(
+                    from: DateComponents(
+                        year: day.year, month: day.month, day: day.day,
+                        hour: minutes / 60, minute: minutes % 60))
+            }
+            return ISO8601DateFormatter().date(from: text)
+        }
+
+        func run() async throws {
+            // ./policies holds alternative examples, so explain picks the default one of them.
+            let policyPath =
+                policy
+                ?? (FileManager.default.fileExists(atPath: "policies/default.yaml")
+                    ? "policies/default.yaml" : PolicyCommand.defaultPath())
+            let policySet: PolicySet
+            do { policySet = try PolicySet.load(path: policyPath) } catch {
+                FileHandle.standardError.write(Data((error.description + "\n").utf8))
+                throw ExitCode(1)
+            }
+            var snapshot: LinkSnapshot
+            if let scenario {
+                let loaded: Scenario
+                do { loaded = try ScenarioParser.load(path: scenario) } catch {
+                    FileHandle.standardError.write(Data((error.description + "\n").utf8))
+                    throw ExitCode(1)
+                }
+                let at = at.flatMap(Units.parseDuration) ?? .zero
+                snapshot = loaded.timeline().last { $0.at <= at }?.snapshot ?? .empty
+            } else {
+                snapshot = try await currentLinkSnapshot()
+                if link == nil, snapshot.primary == nil,
+                    let first = snapshot.links.first(where: { $0.isUsable && $0.kind != .loopback })
+                {
+                    snapshot = Self.making(first.name, primaryOf: snapshot)
+                }
+            }
+            if let link {
+                guard snapshot.link(named: link) != nil else {
+                    throw ValidationError(
+                        "no link named \(link); known: " + snapshot.links.map(\.name).joined(separator: ", "))
+                }
+                snapshot = Self.making(link, primaryOf: snapshot)
+            }
+            let job = JobInfo(
+                id: "explain", size: size.flatMap(Units.parseBytes), priority: priority, tags: tags,
+                allowMetered: allowMetered, allowRoaming: allowRoaming ? true : nil)
+            let now = time.flatMap(Self.instant) ?? Date()
+            let explanation = policySet.explain(
+                job: job, snapshot: snapshot, usage: Usage(), now: now, timeZone: .current)
+            print(json ? explanation.json() : explanation.text)
+        }
+
+        /// The snapshot with `name` up and holding the best default route, so the rules look at it.
+        static func making(_ name: String, primaryOf snapshot: LinkSnapshot) -> LinkSnapshot {
+            var links = snapshot.links
+            var routes = snapshot.defaultRoutes.filter { $0.link != name }
+            if let i = links.firstIndex(where: { $0.name == name }) {
+                links[i].up = true
+                links[i].running = true
+                routes.append(DefaultRoute(family: .ipv4, linkIndex: links[i].index, link: name, metric: 0))
+            }
+            return LinkSnapshot(
+                links: links, defaultRoutes: routes, sequence: snapshot.sequence, timestamp: snapshot.timestamp)
+        }
+    }
 }

@@ -13,6 +13,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
     var sent: Int64 = 0
     var keepAlive = true
     var scheduled = false
+    var started = NIODeadline.now()
 
     init(box: ServerBox) { self.box = box }
 
@@ -41,6 +42,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: h.version, status: status, headers: headers))), promise: nil)
             stream = plan
             sent = 0
+            started = .now()
             pump(context: context)
         }
     }
@@ -63,7 +65,12 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func pump(context: ChannelHandlerContext) {
         guard let plan = stream, let server = box.server.withLock({ $0 }) else { return }
-        var budget = plan.throttle.map { Int64(max(1, $0 / 20)) } ?? Int64.max
+        // Throttled: what the rate allows since the response began, minus what was sent.
+        var budget = Int64.max
+        if let bps = plan.throttle {
+            let elapsed = Double((NIODeadline.now() - started).nanoseconds) / 1e9
+            budget = max(0, Int64(Double(bps) * elapsed) + Int64(bps / 50) - sent)
+        }
         var position = plan.start + sent
         var abort = false
         while context.channel.isWritable, position < plan.end, budget > 0, let content = plan.content {
@@ -114,7 +121,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
         if plan.throttle != nil, !scheduled {
             scheduled = true
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: .milliseconds(50)) {
+            context.eventLoop.scheduleTask(in: .milliseconds(20)) {
                 let (handler, context) = loopBound.value
                 handler.scheduled = false
                 handler.pump(context: context)

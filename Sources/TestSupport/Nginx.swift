@@ -72,10 +72,11 @@ public final class Nginx: @unchecked Sendable {
     /// The URL of `path` (starting with /).
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
-    /// Stops nginx and removes its prefix.
+    /// Stops nginx and removes its prefix. nginx is killed (SIGKILL): a child of a test process may
+    /// inherit a signal mask that blocks SIGTERM, and single-process nginx never unblocks it.
     public func stop() {
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: prefix)

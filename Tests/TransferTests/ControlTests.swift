@@ -129,15 +129,15 @@ struct ControlTests {
         let content = RangeContent.generated(size: 3 << 20, seed: 8)
         try await Fixture.withServer(content: content) { server in
             var request = fixture.request(server, segments: 1)
-            request.rateLimit = 2 << 20
+            request.rateLimit = 512 << 10
             let download = Download(request: request)
             let clock = ContinuousClock()
             let start = clock.now
             async let outcome = download.run()
-            var liftedAt: Duration?
+            var liftedAt: ContinuousClock.Instant?
             for await event in download.events {
-                if case .progress(let p) = event, liftedAt == nil, p.bytesDone >= 1 << 20 {
-                    liftedAt = clock.now - start
+                if case .progress(let p) = event, liftedAt == nil, p.bytesDone >= 512 << 10 {
+                    liftedAt = clock.now
                     download.setRateLimit(nil)
                 }
                 if case .completed = event { break }
@@ -145,9 +145,11 @@ struct ControlTests {
             let ended = try await outcome
             let result = try #require(ended.result)
             #expect(result.sha256 == content.sha256Hex())
-            // 1 MiB at 2 MiB/s takes about 0.5 s; the rest goes unlimited.
-            #expect(try #require(liftedAt) >= .milliseconds(350))
-            #expect(clock.now - start < .seconds(1.2))
+            let lifted = try #require(liftedAt)
+            // 512 KiB at 512 KiB/s takes about 1 s (the bucket holds 100 ms of burst)...
+            #expect(lifted - start >= .milliseconds(700))
+            // ... and the remaining 2.5 MiB, which would take 5 s limited, go unlimited.
+            #expect(clock.now - lifted < .seconds(2.5))
         }
     }
 

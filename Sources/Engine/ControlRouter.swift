@@ -1,0 +1,122 @@
+import Foundation
+import Links
+import Policy
+
+/// A response of the control API: a status and a JSON (or text) body.
+public struct ControlResponse: Sendable {
+    public var status: Int
+    public var contentType: String
+    public var body: Data
+
+    public static func json(_ value: some Encodable, status: Int = 200) -> ControlResponse {
+        let data = (try? ControlAPI.encoder().encode(value)) ?? Data("{}".utf8)
+        return ControlResponse(status: status, contentType: "application/json", body: data + Data("\n".utf8))
+    }
+
+    public static func error(_ error: EngineError) -> ControlResponse {
+        let status: Int
+        switch error.code {
+        case .notFound: status = 404
+        case .invalidRequest: status = 400
+        case .conflict: status = 409
+        case .store, .socket: status = 500
+        }
+        return json(ControlAPI.ErrorBody(error: error.description, code: error.code.rawValue), status: status)
+    }
+}
+
+/// Routes control API requests to the engine. Everything but the event stream.
+public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.Instant: Sendable {
+    public let engine: Engine<C>
+
+    public init(engine: Engine<C>) {
+        self.engine = engine
+    }
+
+    public func handle(method: String, path: String, body: Data) async -> ControlResponse {
+        let parts = path.split(separator: "?").first.map { $0.split(separator: "/").map(String.init) } ?? []
+        let id = parts.count >= 3 && parts[0] == "v1" && parts[1] == "jobs" ? parts[2] : nil
+        let route = (method, parts.count >= 2 ? "/" + parts.prefix(2).joined(separator: "/") : "/" + parts.joined(separator: "/"),
+                     parts.count)
+        do {
+            switch route {
+            case ("GET", "/v1/jobs", 2):
+                return .json(await engine.list())
+            case ("POST", "/v1/jobs", 2):
+                let spec: JobSpec
+                do {
+                    spec = try ControlAPI.decoder().decode(JobSpec.self, from: body)
+                } catch {
+                    throw EngineError(.invalidRequest, "the body must be a JSON job: {\"url\": ..., \"destination\": ...} (\(error))")
+                }
+                let record = try await engine.add(spec)
+                return .json(try await engine.status(record.id), status: 201)
+            case ("GET", "/v1/jobs", 3):
+                return .json(try await engine.status(id!))
+            case ("GET", "/v1/jobs", 4) where parts[3] == "explain":
+                let explanation = try await engine.explain(id!)
+                let decision = explanation.decision
+                return .json(ControlAPI.ExplainBody(
+                    action: decision.action.rawValue, rule: decision.rule, rate: decision.rate,
+                    reasons: decision.reasons, allowedLinks: decision.allowedLinks, text: explanation.text))
+            case ("POST", "/v1/jobs", 4):
+                guard let command = ControlAPI.JobCommand(rawValue: parts[3]) else {
+                    throw EngineError(.invalidRequest, "unknown action \(parts[3]): use pause, resume or cancel")
+                }
+                switch command {
+                case .pause: try await engine.pause(id!)
+                case .resume: try await engine.resume(id!)
+                case .cancel: try await engine.cancel(id!)
+                }
+                return .json(try await engine.status(id!))
+            case ("GET", "/v1/links", 2):
+                return .json(await engine.snapshot)
+            case ("GET", "/metrics", 1):
+                let text = await Metrics.render(engine: engine)
+                return ControlResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Data(text.utf8))
+            default:
+                throw EngineError(.notFound, "no route \(method) \(path): see docs/api.md")
+            }
+        } catch let error as EngineError {
+            return .error(error)
+        } catch {
+            return .error(EngineError(.store, "\(error)"))
+        }
+    }
+}
+
+/// Prometheus text for `GET /metrics`.
+enum Metrics {
+    static func render<C: Clock>(engine: Engine<C>) async -> String where C.Duration == Duration, C.Instant: Sendable {
+        let jobs = await engine.list()
+        let snapshot = await engine.snapshot
+        var lines: [String] = []
+        lines.append("# HELP meterwise_jobs Jobs by state.")
+        lines.append("# TYPE meterwise_jobs gauge")
+        for state in JobState.allCases {
+            lines.append("meterwise_jobs{state=\"\(state.rawValue)\"} \(jobs.filter { $0.job.state == state }.count)")
+        }
+        lines.append("# HELP meterwise_link_received_bytes_total Bytes received by transfers, per link.")
+        lines.append("# TYPE meterwise_link_received_bytes_total counter")
+        let kinds = Dictionary(snapshot.links.map { ($0.name, $0.kind.rawValue) }, uniquingKeysWith: { a, _ in a })
+        for (link, bytes) in engine.accounting.bytesByLink.sorted(by: { $0.key < $1.key }) {
+            lines.append("meterwise_link_received_bytes_total{link=\"\(link)\",kind=\"\(kinds[link] ?? "unknown")\"} \(bytes)")
+        }
+        lines.append("# HELP meterwise_budget_used_bytes Bytes counted against each budget period.")
+        lines.append("# TYPE meterwise_budget_used_bytes gauge")
+        for (key, bytes) in engine.accounting.usage.bytes.sorted(by: { $0.key < $1.key }) {
+            lines.append("meterwise_budget_used_bytes{budget=\"\(key)\"} \(bytes)")
+        }
+        lines.append("# HELP meterwise_job_paused_seconds Time each job spent paused by the policy.")
+        lines.append("# TYPE meterwise_job_paused_seconds gauge")
+        for status in jobs {
+            lines.append("meterwise_job_paused_seconds{job=\"\(status.job.id)\"} \(status.pausedSeconds)")
+        }
+        lines.append("# HELP meterwise_primary_link The primary uplink (1).")
+        lines.append("# TYPE meterwise_primary_link gauge")
+        if let primary = snapshot.primary {
+            lines.append("meterwise_primary_link{link=\"\(primary.name)\",kind=\"\(primary.kind.rawValue)\"} 1")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

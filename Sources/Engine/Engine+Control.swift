@@ -1,0 +1,143 @@
+import Foundation
+import Links
+import Policy
+import Transfer
+
+/// What a new job asks for: `meterwise add` and the API's `POST /jobs`.
+public struct JobSpec: Sendable, Codable, Hashable {
+    public var url: String
+    public var destination: String
+    public var headURL: String?
+    public var sha256: String?
+    public var size: Int64?
+    public var priority: Int
+    public var tags: [String]
+    public var allowMetered: Bool
+    public var allowRoaming: Bool?
+    public var segments: Int?
+
+    public init(url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
+                priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
+                segments: Int? = nil) {
+        self.url = url
+        self.destination = destination
+        self.headURL = headURL
+        self.sha256 = sha256
+        self.size = size
+        self.priority = priority
+        self.tags = tags
+        self.allowMetered = allowMetered
+        self.allowRoaming = allowRoaming
+        self.segments = segments
+    }
+}
+
+/// A job as clients see it: the record plus live figures.
+public struct JobStatus: Sendable, Codable, Hashable {
+    public var job: JobRecord
+    public var pausedSeconds: Double
+    public var link: String?
+    public var action: String?
+}
+
+extension Engine {
+    /// Adds a job and decides it at once. Fails when the destination is taken.
+    public func add(_ spec: JobSpec, id: String? = nil) throws(EngineError) -> JobRecord {
+        guard spec.url.hasPrefix("http://") || spec.url.hasPrefix("https://") else {
+            throw EngineError(.invalidRequest, "the URL must start with http:// or https://: \(RedactedURL.redact(spec.url))")
+        }
+        guard spec.destination.hasPrefix("/") else {
+            throw EngineError(.invalidRequest, "the destination must be an absolute path: \(spec.destination)")
+        }
+        if let other = jobs.values.first(where: { $0.record.destination == spec.destination && !$0.record.state.isFinal }) {
+            throw EngineError(.conflict, "job \(other.record.id) already downloads to \(spec.destination): choose another -o")
+        }
+        if FileManager.default.fileExists(atPath: spec.destination) {
+            throw EngineError(.conflict, "\(spec.destination) exists already: remove it or choose another -o")
+        }
+        let id = id ?? Self.newID()
+        var record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
+                               expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
+                               allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
+                               now: now)
+        record.checkpointPath = spec.destination + ".part.checkpoint"
+        try store.insert(record)
+        jobs[id] = JobRuntime(record: record)
+        order.append(id)
+        events.publish(.added(job: id))
+        reconcile(id)
+        return jobs[id]?.record ?? record
+    }
+
+    static func newID() -> String {
+        let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
+        return String((0..<8).map { _ in alphabet.randomElement()! })
+    }
+
+    public func status(_ id: String) throws(EngineError) -> JobStatus {
+        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        return status(of: runtime)
+    }
+
+    func status(of runtime: JobRuntime<C.Instant>) -> JobStatus {
+        var paused = runtime.pausedTotal
+        if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
+        let link = runtime.active ? (runtime.boundLink ?? snapshot.primary?.name) : nil
+        return JobStatus(job: runtime.record, pausedSeconds: paused.seconds, link: link,
+                         action: runtime.decision?.action.rawValue)
+    }
+
+    /// Every job, in the order they were added.
+    public func list() -> [JobStatus] {
+        order.compactMap { jobs[$0] }.map { status(of: $0) }
+    }
+
+    /// The policy's explanation of a job's decision right now.
+    public func explain(_ id: String) throws(EngineError) -> Explanation {
+        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        return policy.explain(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage, now: now,
+                              timeZone: configuration.timeZone)
+    }
+
+    /// The user's pause: the job stays paused until `resume`.
+    public func pause(_ id: String) throws(EngineError) {
+        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        guard !runtime.record.state.isFinal else {
+            throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue); it cannot be paused")
+        }
+        stopTransfer(id, reason: "paused by the user", byUser: true, cancel: false)
+        jobs[id]?.record.state = .paused
+        persist(id)
+    }
+
+    /// Lifts the user's pause; the policy decides from here.
+    public func resume(_ id: String) throws(EngineError) {
+        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        guard runtime.record.state == .paused || runtime.record.state == .failed else {
+            throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue), not paused")
+        }
+        jobs[id]?.record.state = .queued
+        jobs[id]?.record.error = nil
+        persist(id)
+        reconcile(id)
+    }
+
+    /// Stops the job and deletes its partial file and checkpoint.
+    public func cancel(_ id: String) throws(EngineError) {
+        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        guard !runtime.record.state.isFinal else {
+            throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue) already")
+        }
+        if runtime.running {
+            stopTransfer(id, reason: "cancelled by the user", byUser: true, cancel: true)
+        } else {
+            for path in [runtime.record.destination + ".part", runtime.record.checkpointPath] {
+                try? FileManager.default.removeItem(atPath: path)
+            }
+            jobs[id]?.record.state = .cancelled
+            events.publish(.cancelled(job: id))
+        }
+        jobs[id]?.record.state = .cancelled
+        persist(id)
+    }
+}

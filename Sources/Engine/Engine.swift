@@ -1,0 +1,458 @@
+import AsyncHTTPClient
+import Foundation
+import Links
+import Logging
+import Policy
+import Transfer
+
+/// Joins the link monitor, the policy and the downloader for every job.
+///
+/// On every snapshot change, and at the next instant a decision can change by time alone, every job is
+/// decided again; there is no polling timer. Pausing is immediate; resuming after a policy pause waits
+/// for the links to be stable for the policy's `resume_after`. `run()` is the one long-lived task: the
+/// monitor, the timers and every transfer are child tasks of it.
+public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable {
+    enum Command: Sendable {
+        case drive(String, Download)
+        case forward(Download)
+        case reconcile(String)
+        case stopTransfer(Download, cancel: Bool)
+        case wake(C.Instant)
+        case stop
+    }
+
+    public let store: JobStore
+    public nonisolated let events = EventHub()
+    public nonisolated let accounting: LinkAccounting
+    public private(set) var policy: PolicySet
+    public private(set) var snapshot: LinkSnapshot = .empty
+    let monitor: any LinkMonitor
+    let clock: C
+    let origin: C.Instant
+    let originDate: Date
+    let configuration: EngineConfiguration
+    let logger: Logger
+    var lastChange: C.Instant
+    var jobs: [String: JobRuntime<C.Instant>] = [:]
+    var order: [String] = []
+    var scheduledWake: C.Instant?
+    var stopped = false
+    /// No decision is made before the monitor's first snapshot: an empty snapshot would pause everything.
+    var haveSnapshot = false
+    let commands: AsyncStream<Command>
+    let commandSink: AsyncStream<Command>.Continuation
+
+    public init(policy: PolicySet, store: JobStore, monitor: any LinkMonitor, clock: C, now: Date = Date(),
+                configuration: EngineConfiguration = EngineConfiguration(),
+                logger: Logger = Logger(label: "meterwise.engine")) throws(EngineError) {
+        self.policy = policy
+        self.store = store
+        self.monitor = monitor
+        self.clock = clock
+        self.origin = clock.now
+        self.originDate = now
+        self.lastChange = clock.now
+        self.configuration = configuration
+        self.logger = logger
+        self.accounting = LinkAccounting(usage: try store.usage(), linkBytes: try store.linkBytes())
+        (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
+        for var record in try store.jobs() {
+            // A transfer that was running when the process died resumes from its checkpoint at once.
+            if record.state == .running { record.state = .queued }
+            jobs[record.id] = JobRuntime(record: record)
+            order.append(record.id)
+        }
+    }
+
+    /// The wall-clock time on the engine's clock.
+    public var now: Date { originDate.addingTimeInterval(origin.duration(to: clock.now).seconds) }
+
+    // MARK: - The main task
+
+    /// Runs until `shutdown()` (or, with `stopWhenIdle`, until every job is finished).
+    public func run() async throws {
+        let monitor = self.monitor
+        let clock = self.clock
+        await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for try await snapshot in monitor.snapshots() { await self.apply(snapshot) }
+                    await self.monitorEnded()
+                } catch is CancellationError {
+                    // run() is ending.
+                } catch {
+                    await self.monitorFailed(error)
+                }
+            }
+            if configuration.stopWhenIdle { checkIdle() }
+            for await command in commands {
+                switch command {
+                case let .drive(id, download):
+                    group.addTask { await self.drive(id, download) }
+                case let .forward(download):
+                    group.addTask { await self.forwardEvents(download) }
+                case let .reconcile(id):
+                    reconcile(id)
+                case let .stopTransfer(download, cancel):
+                    group.addTask { if cancel { await download.cancel() } else { await download.pause() } }
+                case let .wake(deadline):
+                    group.addTask {
+                        try? await clock.sleep(until: deadline, tolerance: nil)
+                        await self.wake(deadline)
+                    }
+                case .stop:
+                    group.cancelAll()
+                    return
+                }
+            }
+        }
+        events.finish()
+    }
+
+    /// Pauses every running transfer (checkpoints flushed), saves everything and ends `run()`.
+    public func shutdown() async {
+        guard !stopped else { return }
+        stopped = true
+        var pausing: [Download] = []
+        for (id, runtime) in jobs where runtime.running {
+            if let download = runtime.download { pausing.append(download) }
+            jobs[id]?.stopping = true
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for download in pausing { group.addTask { await download.pause() } }
+        }
+        for (id, runtime) in jobs where runtime.record.state == .running {
+            jobs[id]?.record.state = .queued
+            persist(id)
+        }
+        saveAccounting()
+        commandSink.yield(.stop)
+    }
+
+    /// Without link information nothing may download: every job pauses until the engine restarts.
+    func monitorFailed(_ error: any Error) {
+        logger.error("the link monitor failed: \(error); pausing every job")
+        apply(LinkSnapshot.empty)
+    }
+
+    func monitorEnded() {
+        logger.debug("link monitor ended; keeping the last snapshot")
+    }
+
+    // MARK: - Inputs
+
+    func apply(_ snapshot: LinkSnapshot) {
+        self.snapshot = snapshot
+        haveSnapshot = true
+        lastChange = clock.now
+        accounting.apply(snapshot)
+        events.publish(.links(snapshot))
+        reconcileAll()
+    }
+
+    func wake(_ deadline: C.Instant) {
+        if scheduledWake == deadline { scheduledWake = nil }
+        reconcileAll()
+    }
+
+    /// Replaces the policy (SIGHUP, a changed file); every job is decided again at once.
+    public func reload(policy: PolicySet) {
+        self.policy = policy
+        reconcileAll()
+    }
+
+    // MARK: - Deciding
+
+    func reconcileAll() {
+        guard !stopped, haveSnapshot else { return }
+        let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+        var earliest: C.Instant?
+        var activeCount = jobs.values.filter(\.running).count
+        for id in scheduleOrder() {
+            guard let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
+                !runtime.stopping
+            else { continue }
+            let decision = context.decide(job: runtime.record.jobInfo)
+            if let wake = reconcile(id, decision: decision, activeCount: &activeCount) {
+                earliest = min(earliest ?? wake, wake)
+            }
+        }
+        schedule(earliest)
+    }
+
+    func reconcile(_ id: String) {
+        guard haveSnapshot, !stopped, let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
+            !runtime.stopping
+        else { return }
+        let decision = policy.decide(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage,
+                                     now: now, timeZone: configuration.timeZone)
+        var activeCount = jobs.values.filter(\.running).count
+        schedule(reconcile(id, decision: decision, activeCount: &activeCount))
+    }
+
+    /// Priority first, then the order jobs were added.
+    func scheduleOrder() -> [String] {
+        order.enumerated().sorted { a, b in
+            let pa = jobs[a.element]?.record.priority ?? 0, pb = jobs[b.element]?.record.priority ?? 0
+            return pa != pb ? pa > pb : a.offset < b.offset
+        }.map(\.element)
+    }
+
+    /// Decides one job and carries the action out. Returns when it wants to be woken.
+    func reconcile(_ id: String, decision: Decision, activeCount: inout Int) -> C.Instant? {
+        guard var runtime = jobs[id] else { return nil }
+        if runtime.decision.map({ ($0.action, $0.rule, $0.allowedLinks, $0.rate) })
+            .map({ $0 != (decision.action, decision.rule, decision.allowedLinks, decision.rate) }) ?? true {
+            events.publish(.decision(job: id, decision))
+            runtime.record.rule = decision.rule
+            runtime.record.reason = decision.reasons.joined(separator: "; ")
+        }
+        runtime.decision = decision
+        let input = PlannerInput(
+            decision: decision, snapshot: snapshot, running: runtime.active, boundLink: runtime.boundLink,
+            currentRate: runtime.rate, pausedByPolicy: runtime.pausedByPolicy,
+            stableFor: lastChange.duration(to: clock.now), resumeAfter: policy.resumeAfter,
+            canBind: configuration.canBind)
+        var wake: C.Instant?
+        if let next = decision.nextChange {
+            wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
+        }
+        let action = JobPlanner.plan(input)
+        switch action {
+        case let .start(link, localAddress, rate):
+            guard activeCount < configuration.maxActive else {
+                if runtime.record.state != .queued && runtime.record.state != .waiting {
+                    runtime.record.state = .queued
+                }
+                runtime.record.reason = "waiting for a free transfer slot (\(configuration.maxActive) run at once)"
+                jobs[id] = runtime
+                return wake
+            }
+            activeCount += 1
+            jobs[id] = runtime
+            start(id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey)
+            return wake
+        case let .pause(reason):
+            jobs[id] = runtime
+            stopTransfer(id, reason: reason, byUser: false, cancel: false)
+        case let .adjust(rate):
+            runtime.rate = rate
+            runtime.download?.setRateLimit(rate)
+            route(id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey)
+            jobs[id] = runtime
+            events.publish(.throttled(job: id, rate: rate))
+        case let .wait(remaining):
+            if !runtime.lastWaitAnnounced {
+                events.publish(.waiting(job: id, remaining: remaining))
+                runtime.lastWaitAnnounced = true
+            }
+            runtime.record.state = .waiting
+            jobs[id] = runtime
+            let resumeAt = clock.now.advanced(by: remaining)
+            wake = min(wake ?? resumeAt, resumeAt)
+        case .none:
+            if runtime.active { route(id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey) }
+            if !runtime.active && runtime.record.state == .queued && decision.action == .pause {
+                runtime.record.state = .waiting
+            }
+            jobs[id] = runtime
+        }
+        return wake
+    }
+
+    func schedule(_ instant: C.Instant?) {
+        guard let instant else { return }
+        if let scheduled = scheduledWake, scheduled <= instant, clock.now < scheduled { return }
+        scheduledWake = instant
+        commandSink.yield(.wake(instant))
+    }
+
+    // MARK: - Carrying actions out
+
+    func start(_ id: String, link: String, localAddress: String?, rate: Int64?, budgetKey: String?) {
+        guard var runtime = jobs[id] else { return }
+        let download: Download
+        if let existing = runtime.download {
+            download = existing
+        } else {
+            download = makeDownload(for: runtime.record)
+            runtime.download = download
+            consumeEvents(id, download)
+        }
+        download.setRateLimit(rate)
+        download.setLocalAddress(localAddress)
+        let bound = localAddress != nil || link != snapshot.primary?.name
+        runtime.boundLink = bound ? link : nil
+        runtime.rate = rate
+        runtime.running = true
+        runtime.stopping = false
+        runtime.lastWaitAnnounced = false
+        if let since = runtime.pausedSince {
+            runtime.pausedTotal += since.duration(to: clock.now)
+            runtime.pausedSince = nil
+        }
+        runtime.record.state = .running
+        runtime.record.error = nil
+        jobs[id] = runtime
+        route(id, boundLink: runtime.boundLink, budgetKey: budgetKey)
+        persist(id)
+        events.publish(.started(job: id, link: link, bound: localAddress != nil, resumedFrom: runtime.record.bytesDone))
+        commandSink.yield(.drive(id, download))
+    }
+
+    /// Points the job's bytes at its link and budget, with the budget's allowance.
+    func route(_ id: String, boundLink: String?, budgetKey: String?) {
+        let limit = budgetKey.flatMap { key -> Int64? in
+            let name = key.split(separator: "@").dropLast().joined(separator: "@")
+            return policy.rules.lazy.compactMap(\.budget).first { $0.name == name }?.bytes
+        }
+        accounting.route(job: id, boundLink: boundLink, budgetKey: budgetKey, budgetLimit: limit)
+    }
+
+    func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
+        guard var runtime = jobs[id], runtime.running, let download = runtime.download else { return }
+        runtime.stopping = true
+        if !byUser && !cancel {
+            runtime.pausedByPolicy = true
+            runtime.pausedSince = runtime.pausedSince ?? clock.now
+            runtime.record.state = .waiting
+        }
+        jobs[id] = runtime
+        events.publish(.paused(job: id, reason: reason, byUser: byUser))
+        commandSink.yield(.stopTransfer(download, cancel: cancel))
+    }
+
+    func makeDownload(for record: JobRecord) -> Download {
+        let accounting = self.accounting
+        let id = record.id
+        let sink = commandSink
+        var request = DownloadRequest(
+            url: record.url, destination: record.destination, headURL: record.headURL, segments: record.segments,
+            expectedSHA256: record.expectedSHA256,
+            onBytes: { count in
+                // A budget just ran out: decide again now, not at the next progress event.
+                if accounting.record(job: id, bytes: count) { sink.yield(.reconcile(id)) }
+            })
+        configuration.tuneRequest(&request)
+        var jobLogger = logger
+        jobLogger[metadataKey: "job"] = "\(id)"
+        return Download(request: request, client: configuration.httpClient, logger: jobLogger)
+    }
+
+    func consumeEvents(_ id: String, _ download: Download) {
+        commandSink.yield(.forward(download))
+    }
+
+    nonisolated func drive(_ id: String, _ download: Download) async {
+        let result: Result<DownloadOutcome, TransferError>
+        do {
+            result = .success(try await download.run())
+        } catch {
+            result = .failure(error)
+        }
+        await runEnded(id, result)
+    }
+
+    nonisolated func forwardEvents(_ download: Download) async {
+        for await event in download.events {
+            await handle(event, from: download)
+        }
+    }
+
+    func handle(_ event: DownloadEvent, from download: Download) {
+        guard let id = jobs.first(where: { $0.value.download === download })?.key else { return }
+        switch event {
+        case let .started(total, resumed, _):
+            jobs[id]?.record.totalBytes = total
+            jobs[id]?.record.bytesDone = resumed
+        case let .progress(progress):
+            jobs[id]?.record.bytesDone = progress.bytesDone
+            jobs[id]?.record.totalBytes = progress.totalBytes
+            events.publish(.progress(job: id, progress))
+            // A budget can run out mid-transfer: decide again while bytes count against one.
+            if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
+        case let .checkpointed(bytesDone):
+            jobs[id]?.record.bytesDone = bytesDone
+            persist(id)
+            saveAccounting()
+        case let .restarted(reason):
+            events.publish(.notice(job: id, "restarted from 0: \(reason)"))
+        case let .retrying(attempt, delay, reason):
+            events.publish(.notice(job: id, "retry \(attempt) in \(delay): \(reason)"))
+        case let .warning(text):
+            events.publish(.notice(job: id, text))
+        case .paused, .completed, .cancelled, .failed:
+            break  // run() returns these; runEnded handles them
+        }
+    }
+
+    func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
+        guard var runtime = jobs[id] else { return }
+        runtime.running = false
+        runtime.stopping = false
+        runtime.boundLink = nil
+        accounting.stopRouting(job: id)
+        switch result {
+        case let .success(.completed(download)):
+            runtime.record.state = .completed
+            runtime.record.sha256 = download.sha256
+            runtime.record.bytesDone = download.totalBytes
+            runtime.record.totalBytes = download.totalBytes
+            runtime.record.bytesFetched += download.bytesFetched
+            runtime.record.refetchedBytes += download.refetchedBytes
+            runtime.record.reason = nil
+            if let since = runtime.pausedSince {
+                runtime.pausedTotal += since.duration(to: clock.now)
+                runtime.pausedSince = nil
+            }
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.completed(job: id, download))
+        case .success(.paused):
+            if runtime.record.state == .running { runtime.record.state = .waiting }
+            jobs[id] = runtime
+        case .success(.cancelled):
+            runtime.record.state = .cancelled
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.cancelled(job: id))
+        case let .failure(error):
+            runtime.record.state = .failed
+            runtime.record.error = error.description
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.failed(job: id, error.description))
+        }
+        persist(id)
+        saveAccounting()
+        if configuration.stopWhenIdle { checkIdle() }
+        reconcileAll()
+    }
+
+    func checkIdle() {
+        // Nothing runs once every job is final, so stopping needs no pause.
+        if jobs.values.allSatisfy({ $0.record.state.isFinal }) && !jobs.isEmpty && !stopped {
+            stopped = true
+            saveAccounting()
+            commandSink.yield(.stop)
+        }
+    }
+
+    func persist(_ id: String) {
+        guard let record = jobs[id]?.record else { return }
+        do {
+            try store.update(record)
+        } catch {
+            logger.error("\(error)", metadata: ["job": "\(id)"])
+        }
+    }
+
+    func saveAccounting() {
+        let (usage, links) = accounting.takeForSaving()
+        do {
+            try store.saveAccounting(usage: usage, linkBytes: links)
+        } catch {
+            logger.error("\(error)")
+        }
+    }
+}

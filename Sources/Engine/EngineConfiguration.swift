@@ -1,0 +1,29 @@
+import AsyncHTTPClient
+import Foundation
+import Transfer
+
+/// How an engine runs. The defaults suit the daemon; the demo and tests change a few.
+public struct EngineConfiguration: Sendable {
+    /// At most this many transfers run at once; the rest wait their turn by priority, then age.
+    public var maxActive: Int
+    /// Whether connections may be bound to a link's source address (real links). Off in simulation.
+    public var canBind: Bool
+    /// End `run()` once every job is completed, failed or cancelled (the demo).
+    public var stopWhenIdle: Bool
+    /// The time zone of the policy's time windows.
+    public var timeZone: TimeZone
+    /// The HTTP client for every transfer; nil lets the downloader use its shared client.
+    public var httpClient: HTTPClient?
+    /// Adjusts each job's download request (checkpoint cadence, segments, timeouts) before it starts.
+    public var tuneRequest: @Sendable (inout DownloadRequest) -> Void
+
+    public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
+                httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {
+        self.maxActive = maxActive
+        self.canBind = canBind
+        self.stopWhenIdle = stopWhenIdle
+        self.timeZone = timeZone
+        self.httpClient = httpClient
+        self.tuneRequest = tuneRequest
+    }
+}

@@ -1,0 +1,25 @@
+/// Every error of the Engine module (job store, daemon, control API). The message says what to do.
+public struct EngineError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case store
+        case notFound
+        case invalidRequest
+        case conflict
+        case socket
+    }
+
+    public var code: Code
+    public var message: String
+    public var cause: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    public var description: String {
+        guard let cause else { return message }
+        return "\(message) (\(cause))"
+    }
+}

@@ -1,0 +1,26 @@
+import Links
+import Policy
+import Transfer
+
+/// Something the engine did or saw; the demo's timeline, `meterwise watch` and the API's event stream.
+public enum EngineEvent: Sendable {
+    /// The link snapshot changed.
+    case links(LinkSnapshot)
+    /// A job's decision changed (action, rule or allowed links).
+    case decision(job: String, Decision)
+    /// A transfer started or resumed over `link`.
+    case started(job: String, link: String, bound: Bool, resumedFrom: Int64)
+    /// A running transfer was stopped by the policy (`byUser` false) or the user.
+    case paused(job: String, reason: String, byUser: Bool)
+    /// Allowed again; resuming once the links have been stable long enough.
+    case waiting(job: String, remaining: Duration)
+    /// The rate limit of a running transfer changed.
+    case throttled(job: String, rate: Int64?)
+    case progress(job: String, DownloadProgress)
+    /// A notice from the downloader (restart, retry, warning).
+    case notice(job: String, String)
+    case completed(job: String, DownloadResult)
+    case failed(job: String, String)
+    case cancelled(job: String)
+    case added(job: String)
+}

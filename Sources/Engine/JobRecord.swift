@@ -1,0 +1,82 @@
+import Foundation
+import GRDB
+import Policy
+
+/// Where a job is in its life. `paused` is the user's pause; a policy pause is `waiting`.
+public enum JobState: String, Sendable, Codable, Hashable, CaseIterable {
+    /// Not started yet: waiting for the policy to allow it.
+    case queued
+    /// A transfer is running.
+    case running
+    /// Stopped by the policy (metered link, time window, budget); resumes by itself.
+    case waiting
+    /// Paused by the user; resumes only when the user says so.
+    case paused
+    case completed
+    case failed
+    case cancelled
+
+    /// Completed, failed or cancelled: nothing more happens to the job.
+    public var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
+}
+
+/// One download job as the store keeps it. Every field survives a restart.
+public struct JobRecord: Sendable, Codable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "job"
+
+    public var id: String
+    public var url: String
+    public var headURL: String?
+    public var destination: String
+    public var expectedSHA256: String?
+    public var size: Int64?
+    public var priority: Int
+    public var tags: [String]
+    public var allowMetered: Bool
+    public var allowRoaming: Bool?
+    public var segments: Int?
+    public var state: JobState
+    public var bytesDone: Int64
+    public var totalBytes: Int64?
+    public var bytesFetched: Int64
+    public var refetchedBytes: Int64
+    public var sha256: String?
+    /// The matched rule and reasons of the last decision, for `status`.
+    public var rule: String?
+    public var reason: String?
+    public var error: String?
+    /// The checkpoint beside the partial file (derived from the destination, kept for reference).
+    public var checkpointPath: String
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,
+                size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
+                allowRoaming: Bool? = nil, segments: Int? = nil, now: Date = Date()) {
+        self.id = id
+        self.url = url
+        self.headURL = headURL
+        self.destination = destination
+        self.expectedSHA256 = expectedSHA256
+        self.size = size
+        self.priority = priority
+        self.tags = tags
+        self.allowMetered = allowMetered
+        self.allowRoaming = allowRoaming
+        self.segments = segments
+        self.state = .queued
+        self.bytesDone = 0
+        self.totalBytes = nil
+        self.bytesFetched = 0
+        self.refetchedBytes = 0
+        self.checkpointPath = destination + ".part.checkpoint"
+        self.createdAt = now
+        self.updatedAt = now
+    }
+
+    /// What the policy needs to know of the job.
+    public var jobInfo: JobInfo {
+        JobInfo(id: id, size: size ?? totalBytes, priority: priority, tags: tags, allowMetered: allowMetered,
+                allowRoaming: allowRoaming)
+    }
+}

@@ -1,0 +1,28 @@
+import Policy
+import Transfer
+
+/// What the engine knows of one job beyond its stored record: the live transfer and its timing.
+struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
+    var record: JobRecord
+    var download: Download?
+    /// `run()` is in flight.
+    var running = false
+    /// A pause or cancel was requested and `run()` has not returned yet.
+    var stopping = false
+    var boundLink: String?
+    var rate: Int64?
+    var decision: Decision?
+    /// The policy stopped the job's transfer (or kept it from resuming): resuming waits for stability.
+    var pausedByPolicy = false
+    /// When the current policy pause began, for the paused-time total.
+    var pausedSince: Instant?
+    var pausedTotal: Duration = .zero
+    var lastWaitAnnounced: Bool = false
+
+    init(record: JobRecord) {
+        self.record = record
+    }
+
+    /// A transfer runs and is not being stopped.
+    var active: Bool { running && !stopping }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import GRDB
+import Policy
+
+/// The persistent queue: jobs, their progress and state, budget usage and per-link byte totals, in
+/// SQLite (WAL, synchronous=FULL) so a SIGKILL or a power cut loses nothing that was acknowledged.
+public final class JobStore: Sendable {
+    let database: DatabasePool
+    public let path: String
+
+    /// Opens (creating if needed) the store at `path` and migrates its schema.
+    public init(path: String) throws(EngineError) {
+        self.path = path
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+            configuration.busyMode = .timeout(5)
+            database = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(database)
+        } catch {
+            throw EngineError(.store, "cannot open the job store at \(path): check that the state directory is writable",
+                              cause: error)
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "job") { t in
+                t.primaryKey("id", .text)
+                t.column("url", .text).notNull()
+                t.column("headURL", .text)
+                t.column("destination", .text).notNull()
+                t.column("expectedSHA256", .text)
+                t.column("size", .integer)
+                t.column("priority", .integer).notNull().defaults(to: 0)
+                t.column("tags", .jsonText).notNull()
+                t.column("allowMetered", .boolean).notNull()
+                t.column("allowRoaming", .boolean)
+                t.column("segments", .integer)
+                t.column("state", .text).notNull().indexed()
+                t.column("bytesDone", .integer).notNull()
+                t.column("totalBytes", .integer)
+                t.column("bytesFetched", .integer).notNull()
+                t.column("refetchedBytes", .integer).notNull()
+                t.column("sha256", .text)
+                t.column("rule", .text)
+                t.column("reason", .text)
+                t.column("error", .text)
+                t.column("checkpointPath", .text).notNull()
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+            }
+            try db.create(table: "usage") { t in
+                t.primaryKey("budgetKey", .text)
+                t.column("bytes", .integer).notNull()
+            }
+            try db.create(table: "linkBytes") { t in
+                t.primaryKey("link", .text)
+                t.column("kind", .text).notNull()
+                t.column("bytes", .integer).notNull()
+            }
+        }
+        return migrator
+    }
+
+    func write<T: Sendable>(_ what: String, _ body: @Sendable (Database) throws -> T) throws(EngineError) -> T {
+        do {
+            return try database.write(body)
+        } catch {
+            throw EngineError(.store, "cannot \(what) in the job store at \(path)", cause: error)
+        }
+    }
+
+    func read<T: Sendable>(_ what: String, _ body: @Sendable (Database) throws -> T) throws(EngineError) -> T {
+        do {
+            return try database.read(body)
+        } catch {
+            throw EngineError(.store, "cannot \(what) in the job store at \(path)", cause: error)
+        }
+    }
+
+    /// Adds a job; fails when one with the same id exists.
+    public func insert(_ job: JobRecord) throws(EngineError) {
+        try write("add a job") { db in try job.insert(db) }
+    }
+
+    /// Saves every field of a job.
+    public func update(_ job: JobRecord) throws(EngineError) {
+        var job = job
+        job.updatedAt = Date()
+        let saved = job
+        try write("save a job") { db in try saved.update(db) }
+    }
+
+    public func job(_ id: String) throws(EngineError) -> JobRecord? {
+        try read("read a job") { db in try JobRecord.fetchOne(db, key: id) }
+    }
+
+    /// Every job, oldest first.
+    public func jobs() throws(EngineError) -> [JobRecord] {
+        try read("list jobs") { db in try JobRecord.order(Column("createdAt"), Column("id")).fetchAll(db) }
+    }
+
+    public func count() throws(EngineError) -> Int {
+        try read("count jobs") { db in try JobRecord.fetchCount(db) }
+    }
+
+    /// The budget ledger.
+    public func usage() throws(EngineError) -> Usage {
+        try read("read budget usage") { db in
+            var bytes: [String: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT budgetKey, bytes FROM usage") {
+                bytes[row["budgetKey"]] = row["bytes"]
+            }
+            return Usage(bytes: bytes)
+        }
+    }
+
+    /// Saves the budget ledger and per-link totals in one transaction.
+    public func saveAccounting(usage: Usage, linkBytes: [String: (kind: String, bytes: Int64)]) throws(EngineError) {
+        let rows = linkBytes.map { ($0.key, $0.value.kind, $0.value.bytes) }
+        let ledger = usage.bytes
+        try write("save budget usage") { db in
+            try db.execute(sql: "DELETE FROM usage")
+            for (key, bytes) in ledger {
+                try db.execute(sql: "INSERT INTO usage (budgetKey, bytes) VALUES (?, ?)", arguments: [key, bytes])
+            }
+            for (link, kind, bytes) in rows {
+                try db.execute(sql: "INSERT OR REPLACE INTO linkBytes (link, kind, bytes) VALUES (?, ?, ?)",
+                               arguments: [link, kind, bytes])
+            }
+        }
+    }
+
+    /// Bytes received per link since the store was created.
+    public func linkBytes() throws(EngineError) -> [String: (kind: String, bytes: Int64)] {
+        try read("read link totals") { db in
+            var result: [String: (kind: String, bytes: Int64)] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT link, kind, bytes FROM linkBytes") {
+                result[row["link"]] = (row["kind"], row["bytes"])
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Links
+import Policy
+import Synchronization
+
+/// Counts received bytes per link and per budget as they arrive, without a hop to the engine's actor:
+/// the downloader's byte callback lands here directly. The engine moves a job's link and budget here
+/// the moment it applies a snapshot or a decision, so bytes after a change count for the new link.
+public final class LinkAccounting: Sendable {
+    struct Route {
+        /// The link a bound transfer uses; nil when it follows the primary.
+        var boundLink: String?
+        var budgetKey: String?
+        /// The budget's allowance: crossing it must be noticed at once, not at the next progress event.
+        var budgetLimit: Int64?
+    }
+
+    struct State {
+        var primary: Link?
+        var kinds: [String: LinkKind] = [:]
+        var routes: [String: Route] = [:]
+        var bytesByLink: [String: Int64] = [:]
+        var bytesByJob: [String: Int64] = [:]
+        var usage = Usage()
+        var unsaved: Int64 = 0
+    }
+
+    private let state: Mutex<State>
+
+    public init(usage: Usage = Usage(), linkBytes: [String: (kind: String, bytes: Int64)] = [:]) {
+        var initial = State()
+        initial.usage = usage
+        for (link, entry) in linkBytes {
+            initial.bytesByLink[link] = entry.bytes
+            initial.kinds[link] = LinkKind(rawValue: entry.kind) ?? .other
+        }
+        state = Mutex(initial)
+    }
+
+    /// A new snapshot: unbound transfers now count for its primary.
+    public func apply(_ snapshot: LinkSnapshot) {
+        state.withLock { state in
+            state.primary = snapshot.primary
+            for link in snapshot.links { state.kinds[link.name] = link.kind }
+        }
+    }
+
+    /// Sets where a job's bytes go from now on.
+    public func route(job: String, boundLink: String?, budgetKey: String?, budgetLimit: Int64? = nil) {
+        state.withLock { $0.routes[job] = Route(boundLink: boundLink, budgetKey: budgetKey, budgetLimit: budgetLimit) }
+    }
+
+    public func stopRouting(job: String) {
+        state.withLock { _ = $0.routes.removeValue(forKey: job) }
+    }
+
+    /// Counts `count` bytes received by `job`. Returns true when these bytes used up the job's budget.
+    @discardableResult
+    public func record(job: String, bytes count: Int) -> Bool {
+        state.withLock { state in
+            let route = state.routes[job]
+            let link = route?.boundLink ?? state.primary?.name ?? "unknown"
+            state.bytesByLink[link, default: 0] += Int64(count)
+            state.bytesByJob[job, default: 0] += Int64(count)
+            state.unsaved += Int64(count)
+            guard let key = route?.budgetKey else { return false }
+            let before = state.usage.used(key)
+            state.usage.record(bytes: Int64(count), budgetKey: key)
+            guard let limit = route?.budgetLimit else { return false }
+            return before < limit && state.usage.used(key) >= limit
+        }
+    }
+
+    public var usage: Usage { state.withLock { $0.usage } }
+
+    public var bytesByLink: [String: Int64] { state.withLock { $0.bytesByLink } }
+
+    /// Bytes per link kind (`wlan`, `wwan`, ...).
+    public var bytesByKind: [String: Int64] {
+        state.withLock { state in
+            var result: [String: Int64] = [:]
+            for (link, bytes) in state.bytesByLink {
+                result[(state.kinds[link] ?? .other).rawValue, default: 0] += bytes
+            }
+            return result
+        }
+    }
+
+    /// What the store should save, and resets the unsaved counter.
+    func takeForSaving() -> (Usage, [String: (kind: String, bytes: Int64)]) {
+        state.withLock { state in
+            state.unsaved = 0
+            var links: [String: (kind: String, bytes: Int64)] = [:]
+            for (link, bytes) in state.bytesByLink {
+                links[link] = ((state.kinds[link] ?? .other).rawValue, bytes)
+            }
+            return (state.usage, links)
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import ArgumentParser
+import ConfigKit
+import Engine
+import NIOHTTP1
+import Foundation
+
+/// `meterwise add URL`: queue a download in the daemon.
+struct AddCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "add", abstract: "Queue a download in the daemon.")
+
+    @Argument(help: "The URL to download (http or https).")
+    var url: String
+
+    @Option(name: [.short, .customLong("output")], help: "Where to save it (default: the URL's file name here).")
+    var output: String?
+
+    @Option(help: "The expected sha256 (hex); the download fails if it differs.")
+    var sha256: String?
+
+    @Flag(help: "This job may use metered links (when a policy rule lets such jobs).")
+    var allowMetered = false
+
+    @Option(help: "Higher runs first; 0 is normal.")
+    var priority: Int = 0
+
+    @Option(name: .customLong("tag"), help: "A tag policy rules can match (repeatable).")
+    var tags: [String] = []
+
+    @Option(help: "The size, when known in advance (e.g. 700MiB), for size rules before the server says.")
+    var size: String?
+
+    @OptionGroup var client: ClientOptions
+
+    func validate() throws {
+        if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
+        if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
+            throw ValidationError("--sha256 must be 64 hex digits")
+        }
+    }
+
+    func run() async throws {
+        let name = URL(string: url)?.lastPathComponent ?? ""
+        let output = self.output ?? (name.isEmpty || name == "/" ? "download.bin" : name)
+        let destination = URL(fileURLWithPath: output, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL.path
+        let spec = JobSpec(url: url, destination: destination, sha256: sha256?.lowercased(),
+                           size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered)
+        let (status, raw) = try await ControlClient(socketPath: client.socketPath)
+            .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
+        if client.json {
+            Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))
+        } else {
+            Output.line("added \(status.job.id): \(status.job.state.rawValue) -> \(status.job.destination)")
+            if let reason = status.job.reason, status.job.state != .running { Output.line("  \(reason)") }
+        }
+    }
+}
+
+/// `meterwise list`: every job in the daemon.
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the daemon's jobs.")
+
+    @OptionGroup var client: ClientOptions
+
+    func run() async throws {
+        let (jobs, raw) = try await ControlClient(socketPath: client.socketPath).call(.GET, "/v1/jobs", as: [JobStatus].self)
+        if client.json {
+            Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))
+            return
+        }
+        if jobs.isEmpty {
+            Output.line("no jobs; add one with `meterwise add URL`")
+            return
+        }
+        var rows = [["ID", "STATE", "DONE", "RULE", "FILE"]]
+        for status in jobs {
+            rows.append([status.job.id, status.job.state.rawValue, JobText.progress(status.job), status.job.rule ?? "-",
+                         status.job.destination])
+        }
+        Output.line(SnapshotFormat.render(rows))
+    }
+}
+
+/// `meterwise status [ID]`: where a job is and why, the rule and the reason included.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show a job (or every job) and why it runs or waits.")
+
+    @Argument(help: "The job's id (default: every job).")
+    var id: String?
+
+    @OptionGroup var client: ClientOptions
+
+    func run() async throws {
+        let api = ControlClient(socketPath: client.socketPath)
+        guard let id else {
+            let (jobs, raw) = try await api.call(.GET, "/v1/jobs", as: [JobStatus].self)
+            if client.json { Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)) } else {
+                for status in jobs { Output.line(JobText.summary(status)) }
+            }
+            return
+        }
+        let (status, _) = try await api.call(.GET, "/v1/jobs/\(id)", as: JobStatus.self)
+        let (explain, _) = try await api.call(.GET, "/v1/jobs/\(id)/explain", as: ControlAPI.ExplainBody.self)
+        if client.json {
+            struct Combined: Encodable {
+                var status: JobStatus
+                var explain: ControlAPI.ExplainBody
+            }
+            Output.line(String(decoding: try ControlAPI.encoder().encode(Combined(status: status, explain: explain)), as: UTF8.self))
+            return
+        }
+        Output.line(JobText.summary(status))
+        if let error = status.job.error { Output.line("  error: \(error)") }
+        if !status.job.state.isFinal {
+            Output.line("  policy: \(explain.action) (rule \(explain.rule ?? "default"))")
+            for line in explain.text.split(separator: "\n") { Output.line("    \(line)") }
+        }
+    }
+}
+
+struct PauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause a job until `resume`.")
+    @Argument(help: "The job's id.") var id: String
+    @OptionGroup var client: ClientOptions
+    func run() async throws { try await JobText.send(.pause, id: id, client: client) }
+}
+
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused (or failed) job.")
+    @Argument(help: "The job's id.") var id: String
+    @OptionGroup var client: ClientOptions
+    func run() async throws { try await JobText.send(.resume, id: id, client: client) }
+}
+
+struct CancelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a job and delete its partial file.")
+    @Argument(help: "The job's id.") var id: String
+    @OptionGroup var client: ClientOptions
+    func run() async throws { try await JobText.send(.cancel, id: id, client: client) }
+}
+
+/// `meterwise watch`: live progress, link changes and decisions from the daemon.
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Follow the daemon: link changes, decisions, progress.")
+
+    @OptionGroup var client: ClientOptions
+
+    func run() async throws {
+        let tty = isatty(STDOUT_FILENO) == 1 && !client.json
+        let encoder = ControlAPI.encoder()
+        try await ControlClient(socketPath: client.socketPath).events { event in
+            if client.json {
+                if let data = try? encoder.encode(event) { Output.line(String(decoding: data, as: UTF8.self)) }
+                return
+            }
+            let time = SnapshotFormat.timestamp(event.at)
+            switch event.event {
+            case "progress":
+                let total = event.totalBytes ?? 0
+                let fraction = total > 0 ? Double(event.bytesDone ?? 0) / Double(total) : 0
+                let filled = Int(fraction * 30)
+                let text = "\(event.job ?? "") [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 30 - filled))] "
+                    + "\(Int(fraction * 100))% \(Units.formatBytes(event.bytesDone ?? 0)) "
+                    + "\(Units.formatBytes(Int64(event.bytesPerSecond ?? 0)))/s"
+                if tty { FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + text).utf8)) }
+            case "links":
+                Output.line((tty ? "\r\u{1B}[2K" : "") + "\(time) link     primary \(event.primary ?? "none") (\(event.kind ?? "-"))")
+            default:
+                var text = "\(time) \(event.event.padding(toLength: 8, withPad: " ", startingAt: 0)) \(event.job ?? "")"
+                if let action = event.action { text += " \(action)" }
+                if let rule = event.rule { text += " (rule \(rule))" }
+                if let link = event.link { text += " over \(link)" }
+                if let reason = event.reason { text += ": \(reason)" }
+                if let sha = event.sha256 { text += " sha256 \(sha)" }
+                Output.line((tty ? "\r\u{1B}[2K" : "") + text)
+            }
+        }
+    }
+}
+
+/// How client commands print jobs.
+enum JobText {
+    static func progress(_ job: JobRecord) -> String {
+        guard let total = job.totalBytes, total > 0 else { return Units.formatBytes(job.bytesDone) }
+        return "\(Int(Double(job.bytesDone) * 100 / Double(total)))% of \(Units.formatBytes(total))"
+    }
+
+    static func summary(_ status: JobStatus) -> String {
+        var text = "\(status.job.id)  \(status.job.state.rawValue)  \(progress(status.job))  \(status.job.destination)"
+        if let link = status.link { text += "  via \(link)" }
+        if status.job.state == .waiting || status.job.state == .queued, let reason = status.job.reason {
+            text += "\n  why: \(reason)"
+            if let rule = status.job.rule { text += " [rule \(rule)]" }
+        }
+        if let sha = status.job.sha256 { text += "\n  sha256 \(sha)" }
+        return text
+    }
+
+    static func send(_ command: ControlAPI.JobCommand, id: String, client: ClientOptions) async throws {
+        let (status, raw) = try await ControlClient(socketPath: client.socketPath)
+            .call(.POST, "/v1/jobs/\(id)/\(command.rawValue)", as: JobStatus.self)
+        if client.json {
+            Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))
+        } else {
+            Output.line("\(status.job.id): \(status.job.state.rawValue)")
+        }
+    }
+}

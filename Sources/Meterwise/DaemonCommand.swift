@@ -1,0 +1,90 @@
+import ArgumentParser
+import Engine
+import Foundation
+import Links
+import Logging
+import NetlinkLinks
+import Policy
+import ServiceLifecycle
+
+/// `meterwise daemon`: the engine, the job store and the control API, until SIGTERM.
+struct DaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Run the download engine with its job store and control socket.",
+        discussion: """
+            SIGTERM or SIGINT pauses every transfer with its checkpoint flushed and exits; SIGHUP, or a \
+            change to a policy file, reloads the policy (a policy with errors is logged and not applied). \
+            The control API is HTTP + JSON on a Unix socket (docs/api.md).
+            """
+    )
+
+    @Option(help: "Policy file or directory (default: ./policies, or /etc/meterwise/policies.d).")
+    var policy: String?
+
+    @Option(help: "State directory for the job store (default: /var/lib/meterwise as root, XDG otherwise).")
+    var state: String?
+
+    @Option(help: "Control socket path (default: /run/meterwise/meterwise.sock as root, XDG_RUNTIME_DIR otherwise).")
+    var socket: String?
+
+    @Option(help: "Make the socket 0660 and owned by this group.")
+    var group: String?
+
+    @Option(help: "Where links come from: netlink (the kernel) or scenario (with --scenario).")
+    var links: String = "netlink"
+
+    @Option(help: "Replay this scenario file instead of reading the kernel's links.")
+    var scenario: String?
+
+    @Option(help: "Scenario replay speed.")
+    var speed: Double = 1
+
+    @Option(help: "How many transfers run at once.")
+    var maxActive: Int = 3
+
+    func validate() throws {
+        guard links == "netlink" || links == "scenario" else { throw ValidationError("--links must be netlink or scenario") }
+        if links == "scenario" && scenario == nil { throw ValidationError("--links scenario needs --scenario FILE") }
+        guard maxActive >= 1 else { throw ValidationError("--max-active must be at least 1") }
+        guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "meterwise.daemon")
+        if ProcessInfo.processInfo.environment["METERWISE_LOG"] == nil { logger.logLevel = .info }
+        let policyPath = policy ?? StatePaths.policy
+        let policySet: PolicySet
+        do {
+            policySet = try PolicySet.load(path: policyPath)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let stateDirectory = state ?? StatePaths.stateDirectory
+        let socketPath = socket ?? StatePaths.socket
+        let clock = ScaledClock(speed: scenario == nil ? 1 : speed)
+        let monitor: any LinkMonitor
+        if let scenario {
+            monitor = ScenarioLinkMonitor(scenario: try LinkSource.loadScenario(scenario), clock: clock)
+        } else {
+            monitor = NetlinkLinkMonitor(logger: logger)
+        }
+        let store = try JobStore(path: stateDirectory + "/jobs.sqlite")
+        var engineLogger = Logger(label: "meterwise.engine")
+        engineLogger.logLevel = logger.logLevel
+        let engine = try Engine(
+            policy: policySet, store: store, monitor: monitor, clock: clock,
+            configuration: EngineConfiguration(maxActive: maxActive, canBind: scenario == nil), logger: engineLogger)
+        logger.info("meterwise \(Meterwise.version) daemon: state \(stateDirectory), socket \(socketPath), policy \(policyPath)")
+        let group = ServiceGroup(
+            services: [
+                EngineService(engine: engine),
+                ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
+                PolicyReloadService(engine: engine, path: policyPath, logger: logger),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        try await group.run()
+        logger.info("stopped; checkpoints flushed")
+    }
+}

@@ -1,0 +1,146 @@
+import ArgumentParser
+import ConfigKit
+import Engine
+import Foundation
+import Links
+import NetlinkLinks
+import Policy
+import RangeServer
+import Transfer
+
+/// `meterwise demo`: the Wi-Fi -> cellular -> Wi-Fi scenario end to end on simulated links, with an
+/// embedded HTTP server; no root needed. With `--links netlink` the same engine runs on the kernel's
+/// links (the lab runs it so inside a network namespace).
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Run the Wi-Fi -> cellular -> Wi-Fi scenario end to end (simulated links, embedded server).",
+        discussion: """
+            An embedded HTTP server on 127.0.0.1 serves a generated file with a strong ETag; the scenario \
+            drives the simulated link monitor; the engine downloads with the policy and pauses by itself \
+            while the primary link is metered. At the end: the verified sha256, bytes per link kind, time \
+            paused and bytes wasted.
+            """
+    )
+
+    @Option(help: "Scenario file (default: scenarios/commute.yaml, or the built-in commute).")
+    var scenario: String?
+
+    @Option(help: "Policy file or directory (default: policies/default.yaml, or the built-in default).")
+    var policy: String?
+
+    @Option(help: "Play the scenario N times faster (the server's rate scales with it).")
+    var speed: Double = 1
+
+    @Option(help: "Size of the generated file.")
+    var size: String = "64MiB"
+
+    @Option(help: "The embedded server's rate per second (default: sized so the download spans the scenario).")
+    var rate: String?
+
+    @Option(help: "Where links come from: scenario (simulated) or netlink (the kernel, for the lab).")
+    var links: String = "scenario"
+
+    @Option(help: "Download this URL instead of starting the embedded server (with --links netlink).")
+    var url: String?
+
+    @Option(help: "The expected sha256 of --url's content.")
+    var sha256: String?
+
+    @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: a temporary folder).")
+    var output: String?
+
+    @Flag(help: "Print events as JSON lines; the last line is the summary.")
+    var json = false
+
+    func validate() throws {
+        guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
+        guard Units.parseBytes(size) != nil else { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
+        if let rate, Units.parseRate(rate) == nil && Units.parseBytes(rate) == nil {
+            throw ValidationError("bad --rate \(rate): \(Units.rateHint)")
+        }
+        guard links == "scenario" || links == "netlink" else {
+            throw ValidationError("--links must be scenario or netlink, not \(links)")
+        }
+        if url != nil && sha256 == nil { throw ValidationError("--url needs --sha256 HEX so the result can be verified") }
+    }
+
+    func run() async throws {
+        let scenario = try DemoDefaults.scenario(path: links == "scenario" ? self.scenario : nil,
+                                                 required: links == "scenario")
+        let policy = try DemoDefaults.policy(path: self.policy)
+        let clock = ScaledClock(speed: links == "netlink" ? 1 : speed)
+        let bytes = Units.parseBytes(size)!
+
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("meterwise-demo-\(getpid())")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let destination = output.map { URL(fileURLWithPath: $0).path } ?? work.appendingPathComponent("demo.bin").path
+
+        var server: RangeServer?
+        let source: (url: String, sha256: String)
+        if let url, let sha256 {
+            source = (url, sha256.lowercased())
+        } else {
+            let content = RangeContent.generated(size: bytes, seed: 0x6d657465)
+            let perSecond = rate.flatMap { Units.parseRate($0) ?? Units.parseBytes($0) }
+                ?? DemoDefaults.rate(size: bytes, scenario: scenario, resumeAfter: policy.resumeAfter)
+            // The server throttles each response; the downloader opens one per segment.
+            let segments = DownloadRequest(url: "", destination: "").segmentCount(total: bytes)
+            let started = try await RangeServer.start(
+                host: "127.0.0.1", port: 0, content: content,
+                faults: [.throttle(bytesPerSecond: Int(Double(perSecond) * speed) / max(1, segments))])
+            server = started
+            source = (started.url("/demo.bin"), content.sha256Hex())
+        }
+
+        let monitor: any LinkMonitor = links == "netlink"
+            ? NetlinkLinkMonitor()
+            : ScenarioLinkMonitor(scenario: scenario!, clock: clock)
+        let store = try JobStore(path: work.appendingPathComponent("jobs.sqlite").path)
+        let engine = try Engine(
+            policy: policy, store: store, monitor: monitor, clock: clock,
+            configuration: EngineConfiguration(
+                canBind: links == "netlink", stopWhenIdle: true,
+                tuneRequest: { request in
+                    request.checkpointEveryBytes = 1 << 20
+                    request.checkpointEvery = .milliseconds(500)
+                }))
+        let printer = TimelinePrinter(json: json, clock: clock, scenario: scenario)
+        printer.header(source: source.url, size: bytes, policy: policy, links: links)
+        let events = engine.events.subscribe()
+        let job = try await engine.add(JobSpec(url: source.url, destination: destination, sha256: source.sha256))
+        let started = clock.now
+        let limit = Duration.seconds((scenario?.end.seconds ?? 0) + 120)
+
+        let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await engine.run()
+                return true
+            }
+            group.addTask {
+                for await event in events { printer.show(event) }
+                return true
+            }
+            group.addTask {
+                try await clock.sleep(until: started.advanced(by: limit), tolerance: nil)
+                await engine.shutdown()
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        let status = try await engine.status(job.id)
+        let actual = FileManager.default.fileExists(atPath: destination) ? try DemoDefaults.sha256(ofFile: destination) : nil
+        let summary = DemoSummary(
+            sha256: actual, expected: source.sha256, state: status.job.state.rawValue,
+            bytesByKind: engine.accounting.bytesByKind, bytesByLink: engine.accounting.bytesByLink,
+            pausedSeconds: status.pausedSeconds, refetchedBytes: status.job.refetchedBytes,
+            bytesFetched: engine.accounting.bytesByLink.values.reduce(0, +), size: bytes,
+            elapsedSeconds: started.duration(to: clock.now).seconds)
+        printer.summary(summary)
+        if let server { try? await server.shutdown() }
+        if !outcome || !summary.sha256OK { throw ExitCode(1) }
+    }
+}

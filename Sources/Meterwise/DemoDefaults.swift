@@ -1,0 +1,114 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import Links
+import Policy
+
+/// The demo's inputs when the user names none: the repository's files when run from a checkout,
+/// built-in copies otherwise, so `meterwise demo` works from any folder.
+enum DemoDefaults {
+    static let commute = """
+        name: commute
+        description: Wi-Fi for 0-8 s, cellular for 8-20 s, then Wi-Fi again.
+        links:
+          wlan0: { kind: wlan, ssid: HomeWiFi, addresses: [192.168.1.20/24] }
+          wwan0: { kind: wwan, addresses: [100.64.7.9/30] }
+        steps:
+          - { at: 0s,  up: [wlan0, wwan0], primary: wlan0, note: "at home on Wi-Fi" }
+          - { at: 8s,  down: [wlan0],      primary: wwan0, note: "left home: cellular only" }
+          - { at: 20s, up: [wlan0],        primary: wlan0, note: "at the office: Wi-Fi again" }
+        """
+
+    static let defaultPolicy = """
+        version: 1
+        defaults: { resume_after: 5s, action: pause }
+        rules:
+          - { name: run-unmetered, when: { metered: no }, action: run, via: unmetered }
+          - { name: pause-metered, when: { metered: yes }, action: pause }
+        """
+
+    static func scenario(path: String?, required: Bool) throws -> Scenario? {
+        guard required else { return nil }
+        do {
+            if let path { return try ScenarioParser.load(path: path) }
+            if FileManager.default.fileExists(atPath: "scenarios/commute.yaml") {
+                return try ScenarioParser.load(path: "scenarios/commute.yaml")
+            }
+            return try ScenarioParser.parse(commute, file: "<built-in commute>")
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    static func policy(path: String?) throws -> PolicySet {
+        do {
+            if let path { return try PolicySet.load(path: path) }
+            if FileManager.default.fileExists(atPath: "policies/default.yaml") {
+                return try PolicySet.load(path: "policies/default.yaml")
+            }
+            return try PolicySet.parse(files: [(name: "<built-in default>", text: defaultPolicy)])
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// A server rate at which the scenario's first unmetered stretch carries about 85 % of the file, so
+    /// the demo shows a pause and a resume and still ends soon after the last step.
+    static func rate(size: Int64, scenario: Scenario?, resumeAfter: Duration) -> Int64 {
+        let firstMetered = scenario?.timeline().first { entry in
+            guard let primary = entry.snapshot.primary else { return true }
+            return NetworkClass.meteredKinds.contains(primary.kind)
+        }?.at.seconds ?? 8
+        return max(64 * 1024, Int64(Double(size) * 0.85 / max(firstMetered, 1)))
+    }
+
+    static func sha256(ofFile path: String) throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ValidationError("cannot read \(path)") }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// What the demo measured; printed at the end, and as the last JSON line.
+struct DemoSummary: Encodable {
+    var sha256: String?
+    var expected: String
+    var state: String
+    var bytesByKind: [String: Int64]
+    var bytesByLink: [String: Int64]
+    var pausedSeconds: Double
+    var refetchedBytes: Int64
+    var bytesFetched: Int64
+    var size: Int64
+    var elapsedSeconds: Double
+
+    var sha256OK: Bool { sha256 == expected }
+
+    /// Bytes received beyond the file's size: fetched twice or discarded.
+    var wastedBytes: Int64 { max(refetchedBytes, bytesFetched - size) }
+
+    enum CodingKeys: String, CodingKey {
+        case sha256OK = "sha256_ok", sha256, state, bytesByKind = "bytes_by_kind", bytesByLink = "bytes_by_link"
+        case pausedSeconds = "paused_seconds", refetchedBytes = "refetched_bytes", wastedBytes = "wasted_bytes"
+        case bytesFetched = "bytes_fetched", size, elapsedSeconds = "elapsed_seconds"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sha256OK, forKey: .sha256OK)
+        try c.encode(sha256, forKey: .sha256)
+        try c.encode(state, forKey: .state)
+        var kinds = bytesByKind
+        for kind in ["wlan", "wwan"] where kinds[kind] == nil { kinds[kind] = 0 }
+        try c.encode(kinds, forKey: .bytesByKind)
+        try c.encode(bytesByLink, forKey: .bytesByLink)
+        try c.encode((pausedSeconds * 100).rounded() / 100, forKey: .pausedSeconds)
+        try c.encode(refetchedBytes, forKey: .refetchedBytes)
+        try c.encode(wastedBytes, forKey: .wastedBytes)
+        try c.encode(bytesFetched, forKey: .bytesFetched)
+        try c.encode(size, forKey: .size)
+        try c.encode((elapsedSeconds * 100).rounded() / 100, forKey: .elapsedSeconds)
+    }
+}

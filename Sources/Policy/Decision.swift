@@ -1,0 +1,32 @@
+import Foundation
+
+/// What a job should do now, and why. The result of `PolicySet.decide`.
+public struct Decision: Sendable, Hashable {
+    public var action: Action
+    /// Bytes per second when the action is `throttle`; nil otherwise.
+    public var rate: Int64?
+    /// The links the job may use now (from the rule's `via`), primary first; empty when paused.
+    public var allowedLinks: [String]
+    /// The matched rule's name; nil when no rule matched and `defaults.action` applied.
+    public var rule: String?
+    /// Why, in plain words, most important first.
+    public var reasons: [String]
+    /// The next instant at which the answer can change by time alone (a window opens or closes, a budget
+    /// period resets); nil when only a link change or usage can change it. The engine re-decides then.
+    public var nextChange: Date?
+    /// The budget key (see `Usage`) that the bytes this job moves now count against, if any.
+    public var budgetKey: String?
+
+    public init(
+        action: Action, rate: Int64? = nil, allowedLinks: [String] = [], rule: String? = nil,
+        reasons: [String] = [], nextChange: Date? = nil, budgetKey: String? = nil
+    ) {
+        self.action = action
+        self.rate = rate
+        self.allowedLinks = allowedLinks
+        self.rule = rule
+        self.reasons = reasons
+        self.nextChange = nextChange
+        self.budgetKey = budgetKey
+    }
+}

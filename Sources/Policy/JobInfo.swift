@@ -1,0 +1,26 @@
+/// What the policy needs to know about a download job. A plain value the engine fills in.
+public struct JobInfo: Sendable, Hashable, Codable {
+    public var id: String
+    /// Total size in bytes, when known (a server may not say).
+    public var size: Int64?
+    /// Higher is more urgent; 0 is normal.
+    public var priority: Int
+    public var tags: [String]
+    /// The job's own permission to use metered links (Android's allowedOverMetered); tested by
+    /// `when: { allow_metered: yes }`.
+    public var allowMetered: Bool
+    /// The job's permission to use roaming links; nil when the job does not say (counts as no).
+    public var allowRoaming: Bool?
+
+    public init(
+        id: String = "", size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
+        allowRoaming: Bool? = nil
+    ) {
+        self.id = id
+        self.size = size
+        self.priority = priority
+        self.tags = tags
+        self.allowMetered = allowMetered
+        self.allowRoaming = allowRoaming
+    }
+}

@@ -1,0 +1,35 @@
+import Links
+
+/// What the policy thinks of one link after the built-in guesses and every matching `networks:` rule:
+/// metered or not, its labels, and whether it is roaming.
+public struct NetworkClass: Sendable, Hashable, Codable {
+    public var metered: Bool
+    /// Labels from `networks:` rules (`home`, `hotspot`, ...), sorted, without duplicates.
+    public var labels: [String]
+    public var roaming: Bool
+    /// Why, in order: the built-in guess first, then each `networks:` rule that matched.
+    public var sources: [String]
+
+    public init(metered: Bool, labels: [String] = [], roaming: Bool = false, sources: [String] = []) {
+        self.metered = metered
+        self.labels = labels
+        self.roaming = roaming
+        self.sources = sources
+    }
+
+    /// The kinds NetworkManager guesses to be metered when nothing else is known.
+    public static let meteredKinds: Set<LinkKind> = [.wwan, .bluetooth, .ppp, .usbTether]
+
+    /// The built-in guess, like NetworkManager's: a metered hint from outside the kernel (NetworkManager,
+    /// DHCP option 43) when the link has one; otherwise wwan, bluetooth, ppp and usb-tether are metered
+    /// and every other kind is not.
+    public static func builtIn(for link: Link) -> NetworkClass {
+        if let hint = link.meteredHint {
+            return NetworkClass(metered: hint, sources: ["metered hint says \(hint ? "metered" : "not metered")"])
+        }
+        let metered = meteredKinds.contains(link.kind)
+        return NetworkClass(
+            metered: metered,
+            sources: ["kind \(link.kind.rawValue) is \(metered ? "metered" : "not metered") by default"])
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import RangeServer
+import TestSupport
+import Testing
+
+/// The daemon as a user runs it: a process with a job store and a control socket, driven by the CLI.
+@Suite(.serialized) struct DaemonTests {
+    final class Daemon: Sendable {
+        let directory: URL
+        let process: Process
+        var socket: String { directory.appendingPathComponent("d.sock").path }
+
+        init(directory: URL, scenario: String) throws {
+            self.directory = directory
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
+            process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
+                                 "--state", directory.appendingPathComponent("state").path,
+                                 "--socket", directory.appendingPathComponent("d.sock").path,
+                                 "--policy", RepoPaths.file("policies/default.yaml")]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+        }
+
+        func waitUntilListening() async -> Bool {
+            await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: socket) }
+        }
+
+        func cli(_ arguments: [String]) throws -> BinaryRun {
+            try BinaryRun.run(arguments + ["--socket", socket])
+        }
+
+        func jobs() throws -> [[String: Any]] {
+            let run = try cli(["list", "--json"])
+            return (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]]) ?? []
+        }
+
+        func kill(_ signal: Int32) {
+            Foundation.kill(process.processIdentifier, signal)
+            process.waitUntilExit()
+        }
+    }
+
+    static func scenario(in directory: URL, _ text: String) throws -> String {
+        let path = directory.appendingPathComponent("links.yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static let wifiForAnHour = """
+        links:
+          wlan0: { kind: wlan }
+        steps:
+          - { at: 0s, up: [wlan0], primary: wlan0 }
+        end: 1h
+        """
+
+    static func job(_ jobs: [[String: Any]], _ index: Int) -> [String: Any] {
+        (jobs[index]["job"] as? [String: Any]) ?? [:]
+    }
+
+    @Test func sigkillDuringThreeDownloadsThenAllComplete() async throws {
+        let directory = URL(fileURLWithPath: "/tmp/mwd-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try await RangeServer.start(content: .generated(size: 6 << 20, seed: 99),
+                                                 faults: [.throttle(bytesPerSecond: 1 << 20)])
+        let scenario = try Self.scenario(in: directory, Self.wifiForAnHour)
+
+        var daemon = try Daemon(directory: directory, scenario: scenario)
+        #expect(await daemon.waitUntilListening(), "the daemon did not create its socket")
+        for name in ["a.bin", "b.bin", "c.bin"] {
+            let add = try daemon.cli(["add", server.url("/\(name)"), "-o", directory.appendingPathComponent(name).path,
+                                      "--sha256", server.content.sha256Hex()])
+            #expect(add.status == 0, "\(add.stderr)")
+        }
+        // Let every transfer make progress and checkpoint, then kill the daemon outright.
+        #expect(await eventually(timeout: .seconds(20)) {
+            let jobs = (try? daemon.jobs()) ?? []
+            return jobs.count == 3 && (0..<3).allSatisfy { (Self.job(jobs, $0)["bytesDone"] as? Int ?? 0) > 1 << 20 }
+        }, "transfers did not progress")
+        daemon.kill(SIGKILL)
+        try? FileManager.default.removeItem(atPath: daemon.socket)
+
+        daemon = try Daemon(directory: directory, scenario: scenario)
+        #expect(await daemon.waitUntilListening())
+        let done = await eventually(timeout: .seconds(40)) {
+            let jobs = (try? daemon.jobs()) ?? []
+            return jobs.count == 3 && (0..<3).allSatisfy { Self.job(jobs, $0)["state"] as? String == "completed" }
+        }
+        #expect(done, "not every job completed after the restart: \(String(describing: try? daemon.jobs()))")
+        for name in ["a.bin", "b.bin", "c.bin"] {
+            let data = try Data(contentsOf: directory.appendingPathComponent(name))
+            #expect(data.count == 6 << 20)
+        }
+        let jobs = try daemon.jobs()
+        for index in 0..<3 { #expect(Self.job(jobs, index)["sha256"] as? String == server.content.sha256Hex()) }
+        // Resumed, not restarted: the server sent each file once, plus at most a checkpoint interval per job.
+        #expect(server.bytesServed <= 3 * ((6 << 20) + (4 << 20)), "served \(server.bytesServed)")
+
+        let started = Date()
+        daemon.kill(SIGTERM)
+        #expect(Date().timeIntervalSince(started) < 2, "SIGTERM took over 2 s")
+        #expect(daemon.process.terminationStatus == 0)
+        try await server.shutdown()
+    }
+
+    @Test func statusSaysWhyAJobWaitsAndUserControlsWork() async throws {
+        let directory = URL(fileURLWithPath: "/tmp/mwd-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try await RangeServer.start(content: .generated(size: 1 << 20, seed: 5))
+        let scenario = try Self.scenario(in: directory, """
+            links:
+              wwan0: { kind: wwan }
+            steps:
+              - { at: 0s, up: [wwan0], primary: wwan0 }
+            end: 1h
+            """)
+        let daemon = try Daemon(directory: directory, scenario: scenario)
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+        let add = try daemon.cli(["add", server.url("/x.bin"), "-o", directory.appendingPathComponent("x.bin").path, "--json"])
+        #expect(add.status == 0, "\(add.stderr)")
+        let added = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
+        let id = try #require((added?["job"] as? [String: Any])?["id"] as? String)
+
+        #expect(await eventually { (try? daemon.cli(["status", id]).stdout.contains("pause-metered")) == true })
+        let status = try daemon.cli(["status", id])
+        #expect(status.stdout.contains("waiting"), "\(status.stdout)")
+        #expect(status.stdout.contains("metered"), "\(status.stdout)")
+
+        #expect(try daemon.cli(["pause", id]).stdout.contains("paused"))
+        #expect(try daemon.cli(["resume", id]).status == 0)
+        let cancel = try daemon.cli(["cancel", id, "--json"])
+        #expect(cancel.stdout.contains("\"cancelled\""), "\(cancel.stdout)")
+        let missing = try daemon.cli(["status", "nope"])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("no job nope"), "\(missing.stderr)")
+
+        let metrics = try BinaryRun.run(["--version"])
+        #expect(metrics.status == 0)
+        try await server.shutdown()
+    }
+
+    @Test func clientWithoutDaemonSaysWhatToDo() throws {
+        let run = try BinaryRun.run(["list", "--socket", "/tmp/no-such-meterwise.sock"])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("is `meterwise daemon` running?"), "\(run.stderr)")
+    }
+}

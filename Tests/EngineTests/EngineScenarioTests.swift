@@ -1,0 +1,171 @@
+import Engine
+import Foundation
+import Links
+import Policy
+import TestSupport
+import Testing
+
+/// The engine on a manual link monitor and a manual clock, downloading from the loopback range server.
+@Suite(.serialized) struct EngineScenarioTests {
+    func withHarness(policy: String = Policies.standard, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20,
+                     now: Date = Date(), _ body: (EngineHarness) async throws -> Void) async throws {
+        let harness = try await EngineHarness(policy: policy, size: size, bytesPerSecond: bytesPerSecond, now: now)
+        do {
+            try await body(harness)
+        } catch {
+            await harness.close()
+            throw error
+        }
+        await harness.close()
+    }
+
+    @Test func pausesWithinOneEventAndStopsReading() async throws {
+        try await withHarness(bytesPerSecond: 2 << 20) { h in
+            h.monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
+            let job = try await h.add()
+            #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 512 << 10 })
+            h.monitor.send(up: ["wwan0"], primary: "wwan0")
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            // The events after the switch: the decision, then the pause, nothing in between.
+            let events = h.events
+            let switchIndex = try #require(events.lastIndex { if case let .links(s) = $0 { s.primary?.name == "wwan0" } else { false } })
+            let next = events[(switchIndex + 1)...].filter { if case .progress = $0 { false } else { true } }
+            #expect(next.first?.isDecision == true)
+            #expect(next.dropFirst().first?.isPaused == true)
+            // No more bytes are read once paused.
+            #expect(await h.until { h.server.openConnections == 0 })
+            let served = h.server.bytesServed
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(h.server.bytesServed == served)
+            let leaked = h.engine.accounting.bytesByLink["wwan0", default: 0]
+            #expect(leaked <= 256 << 10, "bytes counted on the metered link after the switch: \(leaked)")
+        }
+    }
+
+    @Test func resumesOnlyAfterHysteresisThenCompletes() async throws {
+        try await withHarness(size: 4 << 20, bytesPerSecond: 2 << 20) { h in
+            h.monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
+            let job = try await h.add()
+            #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 256 << 10 })
+            h.monitor.send(up: ["wwan0"], primary: "wwan0")
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            h.monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
+            #expect(await h.until { h.events.contains { if case .waiting = $0 { true } else { false } } })
+            h.clock.advance(by: .seconds(4))
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(h.count(\.isStarted) == 1, "resumed before resume_after")
+            h.clock.advance(by: .seconds(1))
+            #expect(await h.until { h.count(\.isStarted) == 2 })
+            #expect(try await h.until { try await h.state(job.id) == .completed })
+            let status = try await h.engine.status(job.id)
+            #expect(status.job.sha256 == h.server.content.sha256Hex())
+            #expect(status.pausedSeconds >= 5)
+            #expect(h.engine.accounting.bytesByLink["wwan0", default: 0] <= 256 << 10)
+        }
+    }
+
+    static let budgetPolicy = """
+        version: 1
+        defaults: { resume_after: 5s, action: pause }
+        rules:
+          - { name: run-unmetered, when: { metered: no }, action: run }
+          - name: cellular-allowance
+            when: { metered: yes }
+            action: run
+            budget: { bytes: 1MiB, period: daily }
+          - { name: pause-metered, when: { metered: yes }, action: pause }
+        """
+
+    @Test func budgetExhaustedPauses() async throws {
+        try await withHarness(policy: Self.budgetPolicy, size: 4 << 20, bytesPerSecond: 2 << 20) { h in
+            h.monitor.send(up: ["wwan0"], primary: "wwan0")
+            let job = try await h.add()
+            #expect(await h.until { h.count(\.isStarted) == 1 })
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            let status = try await h.engine.status(job.id)
+            #expect(status.job.rule == "pause-metered")
+            let used = h.engine.accounting.bytesByLink["wwan0", default: 0]
+            #expect(used >= 1 << 20 && used <= (1 << 20) + (512 << 10), "bytes over cellular: \(used)")
+            #expect(h.engine.accounting.usage.bytes.values.reduce(0, +) >= 1 << 20)
+        }
+    }
+
+    static let nightPolicy = """
+        version: 1
+        defaults: { resume_after: 5s, action: pause }
+        rules:
+          - { name: night, when: { metered: yes, time: "01:00-05:00" }, action: run }
+          - { name: wait-for-night, when: { metered: yes }, action: pause }
+        """
+
+    @Test func timeWindowOpensAndJobRuns() async throws {
+        let start = ISO8601DateFormatter().date(from: "2026-11-20T00:59:58Z")!
+        try await withHarness(policy: Self.nightPolicy, size: 1 << 20, bytesPerSecond: nil, now: start) { h in
+            h.monitor.send(up: ["wwan0"], primary: "wwan0")
+            let job = try await h.add()
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            #expect(h.count(\.isStarted) == 0)
+            h.clock.advance(by: .seconds(1))
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(h.count(\.isStarted) == 0, "ran before 01:00")
+            h.clock.advance(by: .seconds(1))
+            #expect(try await h.until { try await h.state(job.id) == .completed })
+            #expect(try await h.engine.status(job.id).job.rule == "night")
+        }
+    }
+
+    @Test func flappingNeverRunsTwoTransfersForOneJob() async throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/flapping.yaml"))
+        try await withHarness(size: 6 << 20, bytesPerSecond: 2 << 20) { h in
+            let timeline = scenario.timeline()
+            h.monitor.send(timeline[0].snapshot)
+            let job = try await h.add()
+            #expect(await h.until { h.count(\.isStarted) == 1 })
+            var maxOpen = 0
+            var previous = Duration.zero
+            for entry in timeline.dropFirst() {
+                h.clock.advance(by: entry.at - previous)
+                previous = entry.at
+                h.monitor.send(entry.snapshot)
+                for _ in 0..<10 {
+                    maxOpen = max(maxOpen, h.server.openConnections)
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+            }
+            #expect(maxOpen <= 1, "two connections for one single-segment job")
+            #expect(h.count(\.isStarted) == 1, "restarted while the Wi-Fi was flapping")
+            h.clock.advance(by: .seconds(5))
+            #expect(try await h.until { try await h.state(job.id) == .completed })
+            #expect(h.count(\.isStarted) == 2)
+            #expect(try await h.engine.status(job.id).job.sha256 == h.server.content.sha256Hex())
+            #expect(h.engine.accounting.bytesByLink["wwan0", default: 0] <= 256 << 10)
+        }
+    }
+
+    @Test func userPauseHoldsUntilResume() async throws {
+        try await withHarness(size: 2 << 20, bytesPerSecond: 1 << 20) { h in
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            let job = try await h.add()
+            #expect(await h.until { h.count(\.isStarted) == 1 })
+            try await h.engine.pause(job.id)
+            #expect(try await h.until { try await h.state(job.id) == .paused })
+            h.monitor.send(up: ["wlan0", "eth0"], primary: "eth0")
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(try await h.state(job.id) == .paused)
+            try await h.engine.resume(job.id)
+            #expect(try await h.until { try await h.state(job.id) == .completed })
+        }
+    }
+
+    @Test func cancelRemovesPartialFiles() async throws {
+        try await withHarness(size: 4 << 20, bytesPerSecond: 1 << 20) { h in
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            let job = try await h.add()
+            #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 300 << 10 })
+            try await h.engine.cancel(job.id)
+            #expect(try await h.until { try await h.state(job.id) == .cancelled })
+            #expect(await h.until { !FileManager.default.fileExists(atPath: job.destination + ".part") })
+            #expect(!FileManager.default.fileExists(atPath: job.checkpointPath))
+        }
+    }
+}

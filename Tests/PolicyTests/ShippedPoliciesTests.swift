@@ -1,0 +1,71 @@
+import Foundation
+import Links
+import Testing
+
+@testable import Policy
+
+/// Loads and evaluates every file in policies/, and checks what each promises in its comments.
+@Suite struct ShippedPoliciesTests {
+    static let root = Fixtures.repoRoot() + "/policies"
+
+    static var files: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0.hasSuffix(".yaml") }.sorted()
+    }
+
+    @Test(arguments: files)
+    func loadsAndEvaluates(file: String) throws {
+        let policy = try PolicySet.load(path: Self.root + "/" + file)
+        for snapshot in [Fixtures.onWifi, Fixtures.onCellular, Fixtures.both, Fixtures.none] {
+            for size: Int64? in [nil, 1 << 20, 700 << 20] {
+                let d = policy.decide(
+                    job: JobInfo(size: size), snapshot: snapshot, usage: Usage(), now: Fixtures.noon,
+                    timeZone: Fixtures.berlin)
+                if snapshot.primary?.kind == .wwan, size == 700 << 20 { #expect(d.action == .pause, "\(file)") }
+                if snapshot.primary == nil { #expect(d.action == .pause) }
+            }
+        }
+    }
+
+    @Test func theWholeDirectoryLoads() throws {
+        #expect(Self.files == ["default.yaml", "edge-device.yaml", "laptop.yaml"])
+        _ = try PolicySet.load(path: Self.root)
+    }
+
+    func decide(
+        _ file: String, _ snapshot: LinkSnapshot, size: Int64? = 700 << 20, at: String = "2026-11-18T12:00:00Z",
+        usage: Usage = Usage()
+    ) throws -> Decision {
+        try PolicySet.load(path: Self.root + "/" + file).decide(
+            job: JobInfo(size: size), snapshot: snapshot, usage: usage, now: Fixtures.date(at),
+            timeZone: Fixtures.berlin)
+    }
+
+    @Test func defaultRunsUnmeteredPausesMetered() throws {
+        let policy = try PolicySet.load(path: Self.root + "/default.yaml")
+        #expect(policy.resumeAfter == .seconds(5))
+        #expect(try decide("default.yaml", Fixtures.onWifi).action == .run)
+        #expect(try decide("default.yaml", Fixtures.onCellular).rule == "pause-metered")
+    }
+
+    @Test func laptopHotspotsAreMeteredSmallFilesMayUseThem() throws {
+        let hotspot = Fixtures.snapshot([Fixtures.link("wlan0", .wlan, ssid: "AndroidAP_4411")], primary: "wlan0")
+        #expect(try decide("laptop.yaml", hotspot).action == .pause)
+        #expect(try decide("laptop.yaml", hotspot, size: 5 << 20).action == .run)
+        #expect(try decide("laptop.yaml", Fixtures.onCellular, size: 19 << 20).rule == "small-files-on-metered")
+        #expect(try decide("laptop.yaml", Fixtures.onCellular, size: nil).rule == "everything-else-waits")
+        #expect(try decide("laptop.yaml", Fixtures.onWifi).rule == "unmetered")
+    }
+
+    @Test func edgeDeviceCellularAtNightWithinBudgetEthernetAlways() throws {
+        let eth = Fixtures.snapshot([Fixtures.eth, Fixtures.wwan], primary: "eth0")
+        #expect(try decide("edge-device.yaml", eth, at: "2026-11-18T12:00:00Z").action == .run)
+        #expect(try decide("edge-device.yaml", Fixtures.onCellular, at: "2026-11-18T12:00:00Z").action == .pause)
+        let night = try decide("edge-device.yaml", Fixtures.onCellular, at: "2026-11-18T01:30:00Z")  // 02:30 CET
+        #expect(night.action == .throttle && night.rate == 1 << 20 && night.rule == "cellular-at-night")
+        #expect(night.nextChange == Fixtures.date("2026-11-18T04:00:00Z"))  // 05:00 CET
+        var usage = Usage()
+        usage.record(bytes: 500 << 20, decision: night)
+        let spent = try decide("edge-device.yaml", Fixtures.onCellular, at: "2026-11-18T01:30:00Z", usage: usage)
+        #expect(spent.rule == "cellular-waits")
+    }
+}
