@@ -13,8 +13,10 @@ public enum LabAnalysis {
     /// What happened on the links between one step and the next.
     public struct StepFigures: Sendable, Hashable {
         public var index: Int
-        /// When the step's last command returned, since the run started.
+        /// When the step's `ip` process started, since the run started.
         public var at: Duration
+        /// How long the step's `ip` process took (its kernel events happened within that time).
+        public var ipTime: Duration
         public var primary: String?
         public var note: String?
         /// Bytes each link received until the next step (or the end).
@@ -41,7 +43,8 @@ public enum LabAnalysis {
             for name in before.up where !state.up.contains(name) || (before.primary == name && state.primary != name) {
                 lastRx[name] = lastGrowth(name, from: from, to: to, in: samples)
             }
-            result.append(StepFigures(index: step.step.index, at: from, primary: state.primary, note: step.step.note,
+            result.append(StepFigures(index: step.step.index, at: from, ipTime: step.finishedAt - step.appliedAt,
+                                      primary: state.primary, note: step.step.note,
                                       rxBytes: rx, lastRxAfter: lastRx))
             before = state
         }

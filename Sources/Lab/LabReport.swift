@@ -60,7 +60,7 @@ public struct LabReport: Sendable {
             "metered_primary_rx_bytes": meteredPrimaryBytes,
             "duration_seconds": (duration.inSeconds * 1000).rounded() / 1000,
             "steps": steps.map { step -> [String: Any] in
-                var entry: [String: Any] = ["index": step.index, "at_ms": ms(step.at),
+                var entry: [String: Any] = ["index": step.index, "at_ms": ms(step.at), "ip_ms": ms(step.ipTime),
                                             "primary": step.primary.map { $0 as Any } ?? NSNull(),
                                             "rx_bytes": step.rxBytes,
                                             "last_rx_after_ms": step.lastRxAfter.mapValues(ms)]

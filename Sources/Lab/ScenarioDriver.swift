@@ -24,14 +24,17 @@ public struct ScenarioDriver: Sendable {
         }
     }
 
-    /// A step the driver carried out, and when its last command returned (since the replay's start).
+    /// A step the driver carried out: when its `ip` process started (the kernel events come a few
+    /// milliseconds later) and when it returned, since the replay's start.
     public struct AppliedStep: Sendable, Hashable {
         public var step: PlannedStep
         public var appliedAt: Duration
+        public var finishedAt: Duration
 
-        public init(step: PlannedStep, appliedAt: Duration) {
+        public init(step: PlannedStep, appliedAt: Duration, finishedAt: Duration? = nil) {
             self.step = step
             self.appliedAt = appliedAt
+            self.finishedAt = finishedAt ?? appliedAt
         }
     }
 
@@ -63,13 +66,21 @@ public struct ScenarioDriver: Sendable {
         return result
     }
 
-    /// Runs one step's commands in `namespace`.
+    /// Runs one step's commands in `namespace`, in one `ip -batch` process so that they reach the
+    /// kernel within a millisecond or two of each other.
     public func apply(_ step: PlannedStep, in namespace: Netns) throws(LabError) {
-        for command in step.commands { try namespace.ip(command) }
+        guard !step.commands.isEmpty else { return }
+        try Command.run(["ip", "-n", namespace.name, "-batch", "-"], input: Self.batch(step.commands))
+    }
+
+    /// The `ip -batch` text of `commands`: one command a line.
+    public static func batch(_ commands: [[String]]) -> String {
+        commands.map { $0.joined(separator: " ") + "\n" }.joined()
     }
 
     /// Runs `steps` at their times after `start`, then waits until the scenario's end; returns what it
-    /// applied. Cancellation stops it between steps.
+    /// applied. Cancellation stops it between steps. `appliedAt` is taken just before a step's `ip`
+    /// process starts.
     public func replay<C: Clock<Duration>>(
         _ steps: [PlannedStep], in namespace: Netns, clock: C, start: C.Instant,
         onApplied: @Sendable (AppliedStep) -> Void = { _ in }
@@ -77,8 +88,9 @@ public struct ScenarioDriver: Sendable {
         var applied: [AppliedStep] = []
         for step in steps {
             try await clock.sleep(until: start.advanced(by: step.at), tolerance: nil)
+            let began = start.duration(to: clock.now)
             try apply(step, in: namespace)
-            let done = AppliedStep(step: step, appliedAt: start.duration(to: clock.now))
+            let done = AppliedStep(step: step, appliedAt: began, finishedAt: start.duration(to: clock.now))
             applied.append(done)
             onApplied(done)
         }

@@ -3,6 +3,13 @@ import Lab
 
 /// The human summary of a lab run: kernel counters next to the engine's accounting.
 enum LabTable {
+    /// The engine's count for a link: 0 when it reports per link but not this one, "-" when it does not
+    /// report per link at all.
+    static func engineColumn(_ engine: [String: Int64]?, _ name: String) -> String {
+        guard let engine, engine["total"] == nil else { return "-" }
+        return Units.formatBytes(engine[name] ?? 0)
+    }
+
     static func render(_ report: LabReport, uplinks: [LabUplink]) -> String {
         func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
         let engine = report.engineBytes
@@ -13,7 +20,7 @@ enum LabTable {
             let rx = report.interfaces[uplink.name]?.rx
             lines.append(pad(uplink.name, 10) + pad(uplink.kind.rawValue, 8)
                          + pad(rx.map(Units.formatBytes) ?? "?", 28)
-                         + (engine?[uplink.name].map(Units.formatBytes) ?? "-"))
+                         + engineColumn(engine, uplink.name))
         }
         if let total = engine?["total"] { lines.append(pad("total", 18) + pad("", 28) + Units.formatBytes(total)) }
         for (name, bytes) in report.meteredPrimaryBytes.sorted(by: { $0.key < $1.key }) {

@@ -93,6 +93,11 @@ import Testing
         ])
     }
 
+    @Test func stepsRunAsOneIpBatch() {
+        #expect(ScenarioDriver.batch([["link", "set", "wlan0", "down"], ["route", "del", "default", "dev", "wwan0"]])
+                == "link set wlan0 down\nroute del default dev wwan0\n")
+    }
+
     @Test func unchangedStepHasNoCommands() {
         let state = RouteState(up: ["wlan0", "wwan0"], metrics: ["wlan0": 100, "wwan0": 1001])
         #expect(RoutePlan.commands(from: state, to: state, uplinks: Self.uplinks).isEmpty)
