@@ -96,6 +96,10 @@ struct LabCommand: AsyncParsableCommand {
             Output.error("meterwise lab: \(error.message)")
             throw ExitCode(65)
         }
+        if downloader == .engine, engineCommand == nil, !FileManager.default.fileExists(atPath: policy) {
+            Output.error("meterwise lab: no policy file at \(policy); pass one with --policy PATH (e.g. policies/default.yaml)")
+            throw ExitCode(66)
+        }
         let uplinks = try LabTopology.uplinks(for: loaded, fastRate: rate(fastRate), slowRate: rate(slowRate))
         let workDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("meterwise-lab-\(getpid())").path
