@@ -15,14 +15,14 @@ enum LabTable {
         let engine = report.engineBytes
         var lines = ["", "Scenario \(report.scenario), \(Units.formatBytes(report.size)) in "
                      + Units.formatted(Double(report.duration.components.seconds), digits: 0) + " s",
-                     pad("link", 10) + pad("kind", 8) + pad("kernel rx (/proc/net/dev)", 28) + "engine"]
+                     pad("link", 10) + pad("kind", 11) + pad("kernel rx (/proc/net/dev)", 28) + "engine"]
         for uplink in uplinks {
             let rx = report.interfaces[uplink.name]?.rx
-            lines.append(pad(uplink.name, 10) + pad(uplink.kind.rawValue, 8)
+            lines.append(pad(uplink.name, 10) + pad(uplink.kind.rawValue, 11)
                          + pad(rx.map(Units.formatBytes) ?? "?", 28)
                          + engineColumn(engine, uplink.name))
         }
-        if let total = engine?["total"] { lines.append(pad("total", 18) + pad("", 28) + Units.formatBytes(total)) }
+        if let total = engine?["total"] { lines.append(pad("total", 21) + pad("", 28) + Units.formatBytes(total)) }
         for (name, bytes) in report.meteredPrimaryBytes.sorted(by: { $0.key < $1.key }) {
             lines.append("\(name) received \(Units.formatBytes(bytes)) while it was the (metered) primary uplink.")
         }
