@@ -120,8 +120,8 @@ public final class ChildProcess: @unchecked Sendable {
         if exitStatus == nil { Foundation.kill(pid, SIGKILL) }
     }
 
-    /// Waits for the child to exit and close its stdout, and returns its status. When the waiting task is cancelled, the
-    /// child gets SIGTERM and the wait goes on until it exits.
+    /// Waits for the child to exit and close its stdout, and returns its status. When the waiting task
+    /// is cancelled, the child gets SIGTERM and the wait goes on until it exits.
     public func waitForExit() async -> Int32 {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

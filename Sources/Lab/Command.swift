@@ -4,7 +4,9 @@ import Foundation
 public enum Command {
     /// Runs a program by absolute path or by name on PATH; throws with its stderr when it fails.
     @discardableResult
-    public static func run(_ arguments: [String], allowFailure: Bool = false, input: String? = nil) throws(LabError) -> String {
+    /// `input`, when given, is written to the program's stdin (`ip -batch -`).
+    public static func run(_ arguments: [String], allowFailure: Bool = false,
+                           input: String? = nil) throws(LabError) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments

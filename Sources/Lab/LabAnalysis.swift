@@ -55,7 +55,8 @@ public enum LabAnalysis {
     public static func meteredPrimaryBytes(_ figures: [StepFigures], uplinks: [LabUplink]) -> [String: Int64] {
         var result: [String: Int64] = [:]
         for uplink in uplinks where uplink.isSlowKind {
-            result[uplink.name] = figures.filter { $0.primary == uplink.name }.reduce(0) { $0 + ($1.rxBytes[uplink.name] ?? 0) }
+            result[uplink.name] = figures.filter { $0.primary == uplink.name }
+                .reduce(0) { $0 + ($1.rxBytes[uplink.name] ?? 0) }
         }
         return result
     }

@@ -45,7 +45,10 @@ public struct LabRun: Sendable {
         let topology = try LabTopology.create(uplinks: uplinks, prefix: namespacePrefix)
         defer { topology.teardown() }
         log("lab: namespaces \(topology.device.name) (device) and \(topology.internet.name) (internet); "
-            + uplinks.map { "\($0.name) \($0.deviceAddress) \($0.rateBitsPerSecond.map { "\($0 / 1000) kbit/s" } ?? "unshaped")" }
+            + uplinks.map { uplink in
+                "\(uplink.name) \(uplink.deviceAddress) "
+                    + (uplink.rateBitsPerSecond.map { "\($0 / 1000) kbit/s" } ?? "unshaped")
+            }
             .joined(separator: ", "))
         let driver = ScenarioDriver(scenario: scenario, uplinks: uplinks, speed: speed)
         let plan = driver.plan()

@@ -13,7 +13,10 @@ import Musl
 struct LabCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lab",
-        abstract: "Replay a scenario in network namespaces with real links, and compare the kernel's byte counts with the engine's (root).",
+        abstract: """
+            Replay a scenario in network namespaces with real links; compare the kernel's byte counts with \
+            the engine's (root).
+            """,
         discussion: """
             Builds a "device" namespace with one veth per scenario link (wlan0 fast, wwan0 slow through tc tbf) \
             to an "internet" namespace serving a generated file on 10.77.100.1:8080, runs the engine in the \
@@ -49,7 +52,8 @@ struct LabCommand: AsyncParsableCommand {
     var downloader: Downloader = .engine
 
     @Option(help: ArgumentHelp(
-        "Run this command as the downloader instead, split on spaces; {url}, {sha256}, {output} and {policy} are replaced.",
+        "Run this command as the downloader instead, split on spaces; "
+            + "{url}, {sha256}, {output} and {policy} are replaced.",
         valueName: "command"))
     var engineCommand: String?
 
@@ -69,7 +73,8 @@ struct LabCommand: AsyncParsableCommand {
         guard speed > 0, speed <= 100 else { throw ValidationError("--speed must be above 0 and at most 100.") }
         for (flag, value) in [("--fast-rate", fastRate), ("--slow-rate", slowRate)] where value != "0" {
             guard TrafficShaper.parseRate(value) != nil else {
-                throw ValidationError("\(flag) \(value) is not a rate; write it as tc does, e.g. 48mbit, 3mbit or 500kbit.")
+                throw ValidationError(
+                    "\(flag) \(value) is not a rate; write it as tc does, e.g. 48mbit, 3mbit or 500kbit.")
             }
         }
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") }
@@ -97,7 +102,8 @@ struct LabCommand: AsyncParsableCommand {
             throw ExitCode(65)
         }
         if downloader == .engine, engineCommand == nil, !FileManager.default.fileExists(atPath: policy) {
-            Output.error("meterwise lab: no policy file at \(policy); pass one with --policy PATH (e.g. policies/default.yaml)")
+            Output.error("meterwise lab: no policy file at \(policy); "
+                         + "pass one with --policy PATH (e.g. policies/default.yaml)")
             throw ExitCode(66)
         }
         let uplinks = try LabTopology.uplinks(for: loaded, fastRate: rate(fastRate), slowRate: rate(slowRate))

@@ -11,7 +11,9 @@ enum LabTable {
     }
 
     static func render(_ report: LabReport, uplinks: [LabUplink]) -> String {
-        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
+        func pad(_ text: String, _ width: Int) -> String {
+            text + String(repeating: " ", count: max(1, width - text.count))
+        }
         let engine = report.engineBytes
         var lines = ["", "Scenario \(report.scenario), \(Units.formatBytes(report.size)) in "
                      + Units.formatted(Double(report.duration.components.seconds), digits: 0) + " s",

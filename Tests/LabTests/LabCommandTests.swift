@@ -8,7 +8,7 @@ import Testing
 @Suite struct LabCommandTests {
     func binaryOrSkip(_ test: String) -> String? {
         guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
-            FileHandle.standardError.write(Data("SKIPPED \(test): \(RepoPaths.binary) is not built (swift build)\n".utf8))
+            skip(test, "\(RepoPaths.binary) is not built (swift build)")
             return nil
         }
         return RepoPaths.binary
@@ -29,7 +29,8 @@ import Testing
         #expect(info.sha256 == content.sha256Hex())
         #expect(info.size == 1 << 20)
         #expect(info.url.hasPrefix("http://127.0.0.1:") && info.url.hasSuffix("/file"))
-        let fetched = try Command.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", info.url])
+        let fetched = try Command.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                                       info.url])
         #expect(fetched == "200 1048576")
         server.terminate()
         #expect(await server.waitForExit() == 0)
@@ -38,13 +39,13 @@ import Testing
     @Test func labWithoutRootSaysHowToRunIt() throws {
         guard let binary = binaryOrSkip("labWithoutRootSaysHowToRunIt") else { return }
         guard getuid() == 0, Command.exists("setpriv") else {
-            FileHandle.standardError.write(Data("SKIPPED labWithoutRootSaysHowToRunIt: needs root and setpriv to drop to nobody\n".utf8))
+            skip("labWithoutRootSaysHowToRunIt", "needs root and setpriv to drop to nobody")
             return
         }
         let run = try BinaryRun.run(["--reuid", "65534", "--regid", "65534", "--clear-groups", binary, "lab"],
                                     executable: "/usr/bin/setpriv")
         guard !run.stderr.contains("Permission denied") else {
-            FileHandle.standardError.write(Data("SKIPPED labWithoutRootSaysHowToRunIt: nobody cannot run \(binary)\n".utf8))
+            skip("labWithoutRootSaysHowToRunIt", "nobody cannot run \(binary)")
             return
         }
         #expect(run.status == 77)

@@ -22,7 +22,7 @@ import Testing
                  _ body: (LabTopology, LabRun.Served) async throws -> Void) async throws {
         if KernelTestGate.skipReason(name) != nil { return }
         guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
-            FileHandle.standardError.write(Data("SKIPPED \(name): \(RepoPaths.binary) is not built (swift build)\n".utf8))
+            skip(name, "\(RepoPaths.binary) is not built (swift build)")
             return
         }
         let scenario = try ScenarioParser.parse(Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: primary),
@@ -58,8 +58,10 @@ import Testing
 
     @Test func wwanIsSlowerThanWlan() async throws {
         try await withLab("wwanIsSlowerThanWlan") { topology, served in
-            let (wlanBytes, wlanTime) = try fetch(topology, served.url, from: topology.uplink(named: "wlan0")!.deviceAddress)
-            let (wwanBytes, wwanTime) = try fetch(topology, served.url, from: topology.uplink(named: "wwan0")!.deviceAddress)
+            let wlan = try #require(topology.uplink(named: "wlan0"))
+            let wwan = try #require(topology.uplink(named: "wwan0"))
+            let (wlanBytes, wlanTime) = try fetch(topology, served.url, from: wlan.deviceAddress)
+            let (wwanBytes, wwanTime) = try fetch(topology, served.url, from: wwan.deviceAddress)
             #expect(wlanBytes == served.size && wwanBytes == served.size)
             // 512 KiB: about 0.1 s at 48 Mbit/s, about 1.4 s at 3 Mbit/s.
             #expect(wwanTime > 1.0, "wwan0 took \(wwanTime) s")
@@ -98,7 +100,8 @@ import Testing
                 #expect(try kernelState(topology) == step.state, "\(name) step \(step.index)")
                 for uplink in uplinks where step.state.up.contains(uplink.name) {
                     let table = try topology.device.ip("route", "show", "table", "\(uplink.table)")
-                    #expect(table.contains("default via \(uplink.gateway) dev \(uplink.name)"), "\(name) step \(step.index)")
+                    #expect(table.contains("default via \(uplink.gateway) dev \(uplink.name)"),
+                            "\(name) step \(step.index)")
                 }
             }
         }
@@ -134,7 +137,7 @@ import Testing
         let name = "labRunWithGetReportsKernelCountersAndCleansUp"
         if KernelTestGate.skipReason(name) != nil { return }
         guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
-            FileHandle.standardError.write(Data("SKIPPED \(name): \(RepoPaths.binary) is not built\n".utf8))
+            skip(name, "\(RepoPaths.binary) is not built (swift build)")
             return
         }
         let scenario = try ScenarioParser.parse("""
@@ -151,7 +154,9 @@ import Testing
         let binary = RepoPaths.binary
         var lab = LabRun(scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
                          serverCommand: { [binary, "serve", "--host", $0, "--port", "\($1)", "--size", "4MiB"] },
-                         engineCommand: { [binary, "get", $0.url, "-o", output, "--sha256", $0.sha256, "--json", "--force"] })
+                         engineCommand: {
+                             [binary, "get", $0.url, "-o", output, "--sha256", $0.sha256, "--json", "--force"]
+                         })
         lab.timeout = .seconds(30)
         lab.namespacePrefix = "mwlabget"
         let report = try await lab.run()
@@ -172,7 +177,9 @@ import Testing
                                                 file: "two.yaml")
         // A "server" that prints its line and sleeps, an "engine" that sleeps: only cancellation ends them.
         var lab = LabRun(scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
-                         serverCommand: { _, _ in ["sh", "-c", #"echo '{"url":"u","sha256":"s","size":1}'; exec sleep 60"#] },
+                         serverCommand: { _, _ in
+                             ["sh", "-c", #"echo '{"url":"u","sha256":"s","size":1}'; exec sleep 60"#]
+                         },
                          engineCommand: { _ in ["sleep", "60"] })
         lab.timeout = .seconds(60)
         lab.namespacePrefix = "mwlabcancel"

@@ -34,7 +34,8 @@ import Testing
         #expect(counters.interfaces.count == 3)
         #expect(counters.interfaces["wlan0"] == .init(rx: 4_006_443, tx: 5879))
         #expect(counters.interfaces["wwan0"] == .init(rx: 4_036_935, tx: 42045))
-        let later = InterfaceCounters(interfaces: ["wlan0": .init(rx: 5_000_000, tx: 6000), "eth9": .init(rx: 1, tx: 1)])
+        let later = InterfaceCounters(interfaces: ["wlan0": .init(rx: 5_000_000, tx: 6000),
+                                                   "eth9": .init(rx: 1, tx: 1)])
         #expect(later.delta(since: counters) == ["wlan0": .init(rx: 993_557, tx: 121)])
     }
 

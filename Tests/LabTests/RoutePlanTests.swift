@@ -147,7 +147,11 @@ struct KernelModel {
             if command[7] == "table" {
                 policyRoutes.insert(name)
             } else if let metric = Int(command[8]) {
-                if command[1] == "replace" { routes[name, default: []].insert(metric) } else { routes[name]?.remove(metric) }
+                if command[1] == "replace" {
+                    routes[name, default: []].insert(metric)
+                } else {
+                    routes[name]?.remove(metric)
+                }
             }
         default:
             Issue.record("unexpected command \(command)")
