@@ -21,6 +21,23 @@ public struct LabReport: Sendable {
     /// The engine's stderr, kept when it failed.
     public var engineStderr: String
 
+    public init(scenario: String, sha256: String, size: Int64, engineExit: Int32, engineSummary: String?,
+                engineEvents: [(at: Duration, json: String)], interfaces: [String: InterfaceCounters.Bytes],
+                steps: [LabAnalysis.StepFigures], meteredPrimaryBytes: [String: Int64], duration: Duration,
+                engineStderr: String) {
+        self.scenario = scenario
+        self.sha256 = sha256
+        self.size = size
+        self.engineExit = engineExit
+        self.engineSummary = engineSummary
+        self.engineEvents = engineEvents
+        self.interfaces = interfaces
+        self.steps = steps
+        self.meteredPrimaryBytes = meteredPrimaryBytes
+        self.duration = duration
+        self.engineStderr = engineStderr
+    }
+
     /// The engine's summary as a dictionary.
     public var summaryObject: [String: Any]? {
         guard let engineSummary, let data = engineSummary.data(using: .utf8) else { return nil }
