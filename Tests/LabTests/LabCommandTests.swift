@@ -51,4 +51,35 @@ import Testing
         #expect(run.status == 77)
         #expect(run.stderr.contains("needs root") && run.stderr.contains("sudo"))
     }
+
+    @Test func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
+        let name = "labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces"
+        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+        let scenario = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabcli-\(getpid()).yaml").path
+        try """
+            name: short
+            links:
+              wlan0: { kind: wlan }
+              wwan0: { kind: wwan }
+            steps:
+              - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }
+              - { at: 200ms, primary: wlan0 }
+            """.write(toFile: scenario, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: scenario) }
+        let run = try BinaryRun.run(["lab", scenario, "--downloader", "get", "--size", "2MiB", "--json"],
+                                    executable: binary)
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = try #require(run.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["sha256_ok"] as? Bool == true)
+        let interfaces = try #require(object["interfaces"] as? [String: [String: Int64]])
+        #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 2 << 20)
+        #expect((interfaces["wwan0"]?["rx_bytes"] ?? .max) < 16 << 10)
+        #expect(object["engine_bytes"] as? [String: Int64] == ["total": 2 << 20])
+        #expect(run.stderr.contains("lab: namespaces mwlab-dev-"))
+        let listed = try Command.run(["ip", "netns", "list"])
+        for word in run.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" }) where word.hasPrefix("mwlab-") {
+            #expect(!listed.contains(word), "\(word) left behind")
+        }
+    }
 }
