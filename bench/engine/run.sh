@@ -7,11 +7,13 @@
 #   - leakage: bytes received on wwan0 while it was the metered primary uplink; goal <= 64 KiB;
 #   - resume latency after the hysteresis: the engine's `started` minus (`waiting` + its remaining_seconds).
 # Two generated scenarios of TOGGLES toggles: "drop" (wlan0 goes down, wwan0 becomes primary) and
-# "swap" (both stay up, the primary moves to wwan0 and back). The policy is policies/default.yaml with
-# resume_after 500ms, so every Wi-Fi phase (2 s) runs the transfer again before the next toggle.
+# "swap" (both stay up, the primary moves to wwan0 and back): 1.4 s on Wi-Fi, then 0.6 s with wwan0
+# the primary. The policy is policies/default.yaml with resume_after 500ms, so every Wi-Fi phase runs
+# the transfer again before the next toggle. `demo --links netlink` gives up after 120 s, so 50 toggles
+# (100 s) and the file (96 MiB at 16 Mbit/s, about 0.9 s of transfer per toggle) must fit in that.
 # Usage: bash bench/engine/run.sh [TOGGLES=50]
 # Env: BIN (default: a release build in .build-release), DOWNLOADER (engine | get; default engine),
-#      SIZE (default 192MiB), FAST_RATE (default 16mbit: the file must outlast the toggles).
+#      SIZE (default 96MiB), FAST_RATE (default 16mbit: the file must outlast the toggles).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 toggles="${1:-50}"
@@ -23,14 +25,14 @@ if [ -z "${BIN:-}" ]; then
     BIN=.build-release/release/meterwise
 fi
 downloader="${DOWNLOADER:-engine}"
-size="${SIZE:-192MiB}"
+size="${SIZE:-96MiB}"
 fast_rate="${FAST_RATE:-16mbit}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 policy="$work/bench-policy.yaml"
 sed 's/^  resume_after: .*/  resume_after: 500ms/' policies/default.yaml >"$policy"
 
-# Each toggle: 2 s on Wi-Fi, then 1 s with wwan0 the primary.
+# Each toggle: 1.4 s on Wi-Fi, then 0.6 s with wwan0 the primary (times in ms).
 gen() {  # gen NAME KIND
     local name="$1" kind="$2" t
     {
@@ -40,16 +42,16 @@ gen() {  # gen NAME KIND
         echo "  wwan0: { kind: wwan }"
         echo "steps:"
         echo "  - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }"
-        t=2
+        t=2000
         for _ in $(seq 1 "$toggles"); do
             if [ "$kind" = drop ]; then
-                echo "  - { at: ${t}s, down: [wlan0], primary: wwan0 }"
-                echo "  - { at: $((t + 1))s, up: [wlan0], primary: wlan0 }"
+                echo "  - { at: ${t}ms, down: [wlan0], primary: wwan0 }"
+                echo "  - { at: $((t + 600))ms, up: [wlan0], primary: wlan0 }"
             else
-                echo "  - { at: ${t}s, primary: wwan0 }"
-                echo "  - { at: $((t + 1))s, primary: wlan0 }"
+                echo "  - { at: ${t}ms, primary: wwan0 }"
+                echo "  - { at: $((t + 600))ms, primary: wlan0 }"
             fi
-            t=$((t + 3))
+            t=$((t + 2000))
         done
     } >"$work/$name.yaml"
 }
