@@ -82,4 +82,30 @@ import Testing
             #expect(!listed.contains(word), "\(word) left behind")
         }
     }
+
+    /// The engine's dual-uplink mechanism, proven by the kernel's counters: wwan0 is the primary all
+    /// along, the policy allows only unmetered links, and the bytes arrive on wlan0.
+    @Test func engineKeepsToWlanWhileMeteredWwanIsPrimary() throws {
+        let name = "engineKeepsToWlanWhileMeteredWwanIsPrimary"
+        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+        let help = try BinaryRun.run(["demo", "--help"], executable: binary)
+        guard help.stdout.contains("--links") else {
+            skip(name, "this build's `meterwise demo` has no --links netlink (the engine is not merged)")
+            return
+        }
+        let run = try BinaryRun.run(
+            ["lab", RepoPaths.file("scenarios/dual-uplink.yaml"), "--size", "8MiB", "--json",
+             "--policy", RepoPaths.file("bench/engine/dual-uplink-policy.yaml")],
+            executable: binary)
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = try #require(run.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["sha256_ok"] as? Bool == true)
+        let interfaces = try #require(object["interfaces"] as? [String: [String: Int64]])
+        #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 8 << 20)
+        #expect((interfaces["wwan0"]?["rx_bytes"] ?? .max) < 16 << 10, "payload on wwan0")
+        let engine = try #require(object["engine_bytes"] as? [String: Int64])
+        #expect((engine["wlan0"] ?? 0) >= 8 << 20)
+        #expect((engine["wwan0"] ?? 0) == 0)
+    }
 }
