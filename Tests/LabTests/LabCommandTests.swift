@@ -108,4 +108,29 @@ import Testing
         #expect((engine["wlan0"] ?? 0) >= 8 << 20)
         #expect((engine["wwan0"] ?? 0) == 0)
     }
+
+    /// Issue 5's "must show" in the kernel: commute (sped up 4x), a verified sha256, wwan0 ≤ 256 KiB, and
+    /// the engine paused while wwan0 was the primary.
+    @Test func commuteInTheKernelPausesOnCellular() throws {
+        let name = "commuteInTheKernelPausesOnCellular"
+        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+        guard try BinaryRun.run(["demo", "--help"], executable: binary).stdout.contains("--links") else {
+            skip(name, "this build's `meterwise demo` has no --links netlink (the engine is not merged)")
+            return
+        }
+        let run = try BinaryRun.run(
+            ["lab", RepoPaths.file("scenarios/commute.yaml"), "--size", "16MiB", "--speed", "4", "--json",
+             "--policy", RepoPaths.file("policies/default.yaml")],
+            executable: binary)
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = try #require(run.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["sha256_ok"] as? Bool == true)
+        let interfaces = try #require(object["interfaces"] as? [String: [String: Int64]])
+        #expect((interfaces["wwan0"]?["rx_bytes"] ?? .max) <= 256 << 10)
+        #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 16 << 20)
+        let events = try #require(object["engine_events"] as? [[String: Any]])
+        #expect(events.contains { ($0["event"] as? [String: Any])?["event"] as? String == "paused" })
+        #expect((object["engine_bytes"] as? [String: Int64])?["wwan0"] ?? 0 == 0)
+    }
 }
