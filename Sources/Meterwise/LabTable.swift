@@ -28,6 +28,10 @@ enum LabTable {
         for (name, bytes) in report.meteredPrimaryBytes.sorted(by: { $0.key < $1.key }) {
             lines.append("\(name) received \(Units.formatBytes(bytes)) while it was the (metered) primary uplink.")
         }
+        if let summary = report.summaryObject, let paused = summary["paused_seconds"] as? Double {
+            let refetched = (summary["refetched_bytes"] as? Int64).map { ", refetched \(Units.formatBytes($0))" } ?? ""
+            lines.append("The engine was paused for \(Units.formatted(paused, digits: 1)) s\(refetched).")
+        }
         switch report.sha256OK {
         case true?: lines.append("sha256 \(report.sha256): verified")
         case false?: lines.append("sha256 \(report.sha256): MISMATCH")
