@@ -30,6 +30,26 @@ public struct JobSpec: Sendable, Codable, Hashable {
         self.allowRoaming = allowRoaming
         self.segments = segments
     }
+
+    enum CodingKeys: String, CodingKey {
+        case url, destination, headURL, sha256, size, priority, tags, allowMetered, allowRoaming, segments
+    }
+
+    /// Only `url` and `destination` are required; everything else has its default.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            url: try c.decode(String.self, forKey: .url),
+            destination: try c.decode(String.self, forKey: .destination),
+            headURL: try c.decodeIfPresent(String.self, forKey: .headURL),
+            sha256: try c.decodeIfPresent(String.self, forKey: .sha256),
+            size: try c.decodeIfPresent(Int64.self, forKey: .size),
+            priority: try c.decodeIfPresent(Int.self, forKey: .priority) ?? 0,
+            tags: try c.decodeIfPresent([String].self, forKey: .tags) ?? [],
+            allowMetered: try c.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? false,
+            allowRoaming: try c.decodeIfPresent(Bool.self, forKey: .allowRoaming),
+            segments: try c.decodeIfPresent(Int.self, forKey: .segments))
+    }
 }
 
 /// A job as clients see it: the record plus live figures.

@@ -14,7 +14,7 @@ import Transfer
 public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable {
     enum Command: Sendable {
         case drive(String, Download)
-        case forward(Download)
+        case forward(String, Download)
         case reconcile(String)
         case stopTransfer(Download, cancel: Bool)
         case wake(C.Instant)
@@ -36,6 +36,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     var jobs: [String: JobRuntime<C.Instant>] = [:]
     var order: [String] = []
     var scheduledWake: C.Instant?
+    /// Jobs whose `run()` is in flight (kept in step with `JobRuntime.running`).
+    var runningCount = 0
     var stopped = false
     /// No decision is made before the monitor's first snapshot: an empty snapshot would pause everything.
     var haveSnapshot = false
@@ -89,8 +91,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 switch command {
                 case let .drive(id, download):
                     group.addTask { await self.drive(id, download) }
-                case let .forward(download):
-                    group.addTask { await self.forwardEvents(download) }
+                case let .forward(id, download):
+                    group.addTask { await self.forwardEvents(id, download) }
                 case let .reconcile(id):
                     reconcile(id)
                 case let .stopTransfer(download, cancel):
@@ -167,7 +169,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         guard !stopped, haveSnapshot else { return }
         let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
         var earliest: C.Instant?
-        var activeCount = jobs.values.filter(\.running).count
+        var activeCount = runningCount
         for id in scheduleOrder() {
             guard let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
                 !runtime.stopping
@@ -186,7 +188,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         else { return }
         let decision = policy.decide(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage,
                                      now: now, timeZone: configuration.timeZone)
-        var activeCount = jobs.values.filter(\.running).count
+        var activeCount = runningCount
         schedule(reconcile(id, decision: decision, activeCount: &activeCount))
     }
 
@@ -284,6 +286,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         let bound = localAddress != nil || link != snapshot.primary?.name
         runtime.boundLink = bound ? link : nil
         runtime.rate = rate
+        if !runtime.running { runningCount += 1 }
         runtime.running = true
         runtime.stopping = false
         runtime.lastWaitAnnounced = false
@@ -340,7 +343,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     }
 
     func consumeEvents(_ id: String, _ download: Download) {
-        commandSink.yield(.forward(download))
+        commandSink.yield(.forward(id, download))
     }
 
     nonisolated func drive(_ id: String, _ download: Download) async {
@@ -353,14 +356,14 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         await runEnded(id, result)
     }
 
-    nonisolated func forwardEvents(_ download: Download) async {
+    nonisolated func forwardEvents(_ id: String, _ download: Download) async {
         for await event in download.events {
-            await handle(event, from: download)
+            await handle(event, job: id, from: download)
         }
     }
 
-    func handle(_ event: DownloadEvent, from download: Download) {
-        guard let id = jobs.first(where: { $0.value.download === download })?.key else { return }
+    func handle(_ event: DownloadEvent, job id: String, from download: Download) {
+        guard jobs[id]?.download === download else { return }
         switch event {
         case let .started(total, resumed, _):
             jobs[id]?.record.totalBytes = total
@@ -388,6 +391,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
 
     func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
         guard var runtime = jobs[id] else { return }
+        if runtime.running { runningCount -= 1 }
         runtime.running = false
         runtime.stopping = false
         runtime.boundLink = nil

@@ -20,9 +20,11 @@ public enum StatePaths {
         return stateDirectory + "/meterwise.sock"
     }
 
-    /// `./policies` when it exists, else `/etc/meterwise/policies.d`.
+    /// `/etc/meterwise/policies.d` (a drop-in directory) when it exists; else `policies/default.yaml`
+    /// of a checkout (the `policies/` folder holds alternative examples, not drop-ins of one policy).
     public static var policy: String {
-        if FileManager.default.fileExists(atPath: "policies") { return "policies" }
+        if FileManager.default.fileExists(atPath: "/etc/meterwise/policies.d") { return "/etc/meterwise/policies.d" }
+        if FileManager.default.fileExists(atPath: "policies/default.yaml") { return "policies/default.yaml" }
         return "/etc/meterwise/policies.d"
     }
 }

@@ -1,14 +1,7 @@
 /// A clock that runs `speed` times faster than real time: `meterwise demo --speed 4` plays a 20 s
 /// scenario, its hysteresis and its timers in 5 s, consistently for every component sharing the clock.
 public struct ScaledClock: Clock, Sendable {
-    public struct Instant: InstantProtocol, Sendable {
-        /// Scaled time since the clock's origin.
-        public var offset: Duration
-        public init(offset: Duration) { self.offset = offset }
-        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
+    public typealias Instant = OffsetInstant
 
     public let speed: Double
     let origin: ContinuousClock.Instant
@@ -26,4 +19,13 @@ public struct ScaledClock: Clock, Sendable {
         let real = origin + deadline.offset / speed
         try await ContinuousClock().sleep(until: real, tolerance: nil)
     }
+}
+
+/// An instant measured as the time since its clock's origin (for `ScaledClock` and test clocks).
+public struct OffsetInstant: InstantProtocol, Sendable {
+    public var offset: Duration
+    public init(offset: Duration) { self.offset = offset }
+    public func advanced(by duration: Duration) -> OffsetInstant { OffsetInstant(offset: offset + duration) }
+    public func duration(to other: OffsetInstant) -> Duration { other.offset - offset }
+    public static func < (lhs: OffsetInstant, rhs: OffsetInstant) -> Bool { lhs.offset < rhs.offset }
 }

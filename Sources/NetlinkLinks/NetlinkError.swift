@@ -12,7 +12,7 @@ public struct NetlinkError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     public var message: String
 
-    init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }

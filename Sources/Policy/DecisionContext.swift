@@ -309,8 +309,8 @@ public struct DecisionContext: Sendable {
 
     /// The next instant after `now` at which `window` opens or closes.
     static func nextBoundary(of window: TimeWindow, after now: Date, calendar: Calendar) -> Date? {
-        let c = calendar.dateComponents([.year, .month, .day], from: now)
-        guard let y = c.year, let m = c.month, let d = c.day else { return nil }
+        let c = calendar.dateComponents([.year, .month, .day, .weekday], from: now)
+        guard let y = c.year, let m = c.month, let d = c.day, let today = c.weekday else { return nil }
         func at(_ offset: Int, _ minutes: Int) -> Date? {
             calendar.date(
                 from: DateComponents(
@@ -318,11 +318,13 @@ public struct DecisionContext: Sendable {
                     hour: (minutes % 1440) / 60, minute: minutes % 60))
         }
         var best: Date?
+        // Days in order from yesterday (whose window may wrap into today); starts only grow with the
+        // day, so the first day whose start is past the best candidate ends the search.
         for offset in -1...8 {
-            guard let start = at(offset, window.start), let end = at(offset, window.end + (window.wraps ? 1440 : 0))
-            else { continue }
-            let weekday = calendar.component(.weekday, from: start)
-            guard window.days.contains(weekday) else { continue }
+            let weekday = ((today - 1 + offset) % 7 + 7) % 7 + 1
+            guard window.days.contains(weekday), let start = at(offset, window.start) else { continue }
+            if let best, start > best { break }
+            guard let end = at(offset, window.end + (window.wraps ? 1440 : 0)) else { continue }
             for candidate in [start, end] where candidate > now {
                 best = best.map { min($0, candidate) } ?? candidate
             }

@@ -1,15 +1,9 @@
+import Links
 import Synchronization
 
 /// A clock that only moves when a test calls `advance(by:)`: tests advance time instead of sleeping.
 public final class ManualClock: Clock, Sendable {
-    public struct Instant: InstantProtocol, Sendable {
-        public var offset: Duration
-
-        public init(offset: Duration) { self.offset = offset }
-        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
+    public typealias Instant = OffsetInstant
 
     struct Sleeper {
         var id: UInt64

@@ -10,14 +10,14 @@ import Testing
         let process: Process
         var socket: String { directory.appendingPathComponent("d.sock").path }
 
-        init(directory: URL, scenario: String) throws {
+        init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml")) throws {
             self.directory = directory
             process = Process()
             process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
             process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
                                  "--state", directory.appendingPathComponent("state").path,
                                  "--socket", directory.appendingPathComponent("d.sock").path,
-                                 "--policy", RepoPaths.file("policies/default.yaml")]
+                                 "--policy", policy]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle(forWritingAtPath: "/dev/null")
             try process.run()
@@ -121,6 +121,10 @@ import Testing
         let daemon = try Daemon(directory: directory, scenario: scenario)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
+        let watcher = try LineCollector([RepoPaths.binary, "watch", "--json", "--socket", daemon.socket])
+        defer { watcher.stop() }
+        #expect(await watcher.waitForLine { $0.contains("\"event\":\"links\"") && $0.contains("wwan0") } != nil,
+                "watch printed no links event")
         let add = try daemon.cli(["add", server.url("/x.bin"), "-o", directory.appendingPathComponent("x.bin").path, "--json"])
         #expect(add.status == 0, "\(add.stderr)")
         let added = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
@@ -139,9 +143,48 @@ import Testing
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("no job nope"), "\(missing.stderr)")
 
-        let metrics = try BinaryRun.run(["--version"])
-        #expect(metrics.status == 0)
+        #expect(await watcher.waitForLine { $0.contains("\"event\":\"cancelled\"") } != nil, "watch missed the cancel")
         try await server.shutdown()
+    }
+
+    @Test func changedPolicyFileReloadsAndABrokenOneIsNotApplied() async throws {
+        let directory = URL(fileURLWithPath: "/tmp/mwd-\(UInt32.random(in: 0...UInt32.max))")
+        let policies = directory.appendingPathComponent("policies")
+        try FileManager.default.createDirectory(at: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let policyFile = policies.appendingPathComponent("10-main.yaml")
+        func writePolicy(_ rule: String) throws {
+            try """
+                version: 1
+                rules:
+                  - { name: \(rule), when: { metered: yes }, action: pause }
+                """.write(to: policyFile, atomically: true, encoding: .utf8)
+        }
+        try writePolicy("hold-on-cellular")
+        let scenario = try Self.scenario(in: directory, """
+            links:
+              wwan0: { kind: wwan }
+            steps:
+              - { at: 0s, up: [wwan0], primary: wwan0 }
+            end: 1h
+            """)
+        let daemon = try Daemon(directory: directory, scenario: scenario, policy: policies.path)
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+        let add = try daemon.cli(["add", "http://127.0.0.1:9/x.bin", "-o", directory.appendingPathComponent("x.bin").path,
+                                  "--json"])
+        let id = try #require(((try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
+            as? [String: Any])?["id"] as? String)
+        #expect(await eventually { (try? daemon.cli(["status", id]).stdout.contains("hold-on-cellular")) == true })
+        // A broken file is not applied: the old rule stays.
+        try "version: 1\nrules:\n  - { name: broken, when: { metered: maybe }, action: pause }\n"
+            .write(to: policyFile, atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try daemon.cli(["status", id]).stdout.contains("hold-on-cellular"))
+        // A valid change is applied at once, without a restart.
+        try writePolicy("wait-for-wifi")
+        #expect(await eventually { (try? daemon.cli(["status", id]).stdout.contains("wait-for-wifi")) == true },
+                "the changed policy was not reloaded")
     }
 
     @Test func clientWithoutDaemonSaysWhatToDo() throws {

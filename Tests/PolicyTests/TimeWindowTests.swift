@@ -59,4 +59,16 @@ import Testing
         let policy = try Fixtures.policy("rules:\n  - name: r\n    when: { metered: no }\n    action: run\n")
         #expect(Self.decide(policy, at: "2026-11-20T23:00:00Z", zone: Fixtures.utc).nextChange == nil)
     }
+
+    /// With days, the next change skips the days without a window.
+    @Test(arguments: [
+        ("2026-11-18T12:00:00Z", "2026-11-20T22:00:00Z"),  // Wednesday noon -> Friday 22:00
+        ("2026-11-20T23:00:00Z", "2026-11-21T06:00:00Z"),  // inside Friday's window -> Saturday 06:00
+        ("2026-11-21T06:00:00Z", "2026-11-27T22:00:00Z"),  // after it -> next Friday
+    ])
+    func nextChangeSkipsOtherDays(at: String, next: String) throws {
+        let policy = try Fixtures.policy(
+            "rules:\n  - name: night\n    when: { days: fri, time: \"22:00-06:00\" }\n    action: pause\n")
+        #expect(Self.decide(policy, at: at, zone: Fixtures.utc).nextChange == Fixtures.date(next))
+    }
 }

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Daemon benchmarks: RSS with 10 000 queued jobs, idle CPU over 60 s, resume latency after the
+hysteresis (from `meterwise demo --json`). Prints a Markdown table.
+
+Usage: bench/engine/daemon.py BINARY [--jobs 10000] [--idle 60]
+Traffic: none leaves this machine; jobs point at 127.0.0.1:9 and never start (the links are metered).
+"""
+import argparse, http.client, json, os, shutil, socket, subprocess, sys, tempfile, time
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self.path = path
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--idle", type=int, default=60)
+    args = parser.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    work = tempfile.mkdtemp(prefix="mw-bench-")
+    scenario = os.path.join(work, "cellular.yaml")
+    with open(scenario, "w") as f:
+        f.write("links:\n  wwan0: { kind: wwan }\nsteps:\n  - { at: 0s, up: [wwan0], primary: wwan0 }\nend: 24h\n")
+    sock = os.path.join(work, "d.sock")
+    daemon = subprocess.Popen([args.binary, "daemon", "--links", "scenario", "--scenario", scenario,
+                               "--state", os.path.join(work, "state"), "--socket", sock,
+                               "--policy", os.path.join(root, "policies/default.yaml")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rows = []
+    try:
+        for _ in range(200):
+            if os.path.exists(sock): break
+            time.sleep(0.05)
+        rss_empty = rss_kib(daemon.pid)
+        conn = UnixHTTP(sock)
+        started = time.monotonic()
+        for i in range(args.jobs):
+            body = json.dumps({"url": f"http://127.0.0.1:9/f{i}.bin", "destination": os.path.join(work, f"f{i}.bin")})
+            conn.request("POST", "/v1/jobs", body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse(); response.read()
+            if response.status != 201:
+                raise SystemExit(f"add failed: {response.status}")
+        add_seconds = time.monotonic() - started
+        conn.request("GET", "/v1/jobs"); response = conn.getresponse(); listed = json.loads(response.read())
+        waiting = sum(1 for j in listed if j["job"]["state"] == "waiting")
+        conn.close()
+        time.sleep(2)
+        rss_full = rss_kib(daemon.pid)
+        ticks_before = cpu_ticks(daemon.pid); t0 = time.monotonic()
+        time.sleep(args.idle)
+        ticks = cpu_ticks(daemon.pid) - ticks_before; elapsed = time.monotonic() - t0
+        idle_pct = 100.0 * ticks / os.sysconf("SC_CLK_TCK") / elapsed
+        rows += [("daemon RSS, no jobs", f"{rss_empty/1024:.1f} MiB", ""),
+                 (f"daemon RSS, {args.jobs} queued jobs ({waiting} waiting on a metered link)", f"{rss_full/1024:.1f} MiB", "<= 64 MiB"),
+                 (f"adding {args.jobs} jobs over the API (one fsync'd insert each)", f"{add_seconds:.1f} s", ""),
+                 (f"daemon idle CPU over {args.idle} s", f"{idle_pct:.3f} %", "< 0.1 %")]
+    finally:
+        daemon.terminate(); daemon.wait(10)
+    # Resume latency: time from the unmetered link's return to the transfer restarting, minus resume_after.
+    demo = subprocess.run([args.binary, "demo", "--json", "--size", "16MiB"], cwd=root, capture_output=True, text=True)
+    events = [json.loads(l) for l in demo.stdout.splitlines() if l.startswith("{")]
+    back = [e["t"] for e in events if e.get("event") == "links" and e.get("metered") is False]
+    resumed = [e["t"] for e in events if e.get("event") == "started" and e.get("resumed_from", 0) > 0]
+    if len(back) >= 2 and resumed:
+        rows.append(("resume latency after the 5 s hysteresis (demo)", f"{(resumed[0] - back[1] - 5.0) * 1000:.1f} ms", ""))
+    paused = [e["t"] for e in events if e.get("event") == "paused"]
+    metered = [e["t"] for e in events if e.get("event") == "links" and e.get("metered") is True]
+    if paused and metered:
+        rows.append(("pause latency, link event -> transfer paused (demo)", f"{(paused[0] - metered[0]) * 1000:.1f} ms", ""))
+    summary = json.loads(demo.stdout.strip().splitlines()[-1])
+    rows.append(("demo: cellular bytes / wasted bytes", f"{summary['bytes_by_kind'].get('wwan', 0)} / {summary['wasted_bytes']}", "<= 64 KiB cellular"))
+    shutil.rmtree(work, ignore_errors=True)
+    print("| metric | value | goal |\n|---|---|---|")
+    for row in rows: print(f"| {row[0]} | {row[1]} | {row[2]} |")
+
+if __name__ == "__main__":
+    main()
