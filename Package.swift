@@ -129,5 +129,6 @@ let package = Package(
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "RangeServer", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]
 )

@@ -4,7 +4,9 @@ import Foundation
 public enum Command {
     /// Runs a program by absolute path or by name on PATH; throws with its stderr when it fails.
     @discardableResult
-    public static func run(_ arguments: [String], allowFailure: Bool = false) throws(LabError) -> String {
+    /// `input`, when given, is written to the program's stdin (`ip -batch -`).
+    public static func run(_ arguments: [String], allowFailure: Bool = false,
+                           input: String? = nil) throws(LabError) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -12,10 +14,16 @@ public enum Command {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let stdin = input.map { _ in Pipe() }
+        if let stdin { process.standardInput = stdin }
         do {
             try process.run()
         } catch {
             throw LabError(.commandFailed, "cannot start `\(arguments.joined(separator: " "))`: \(error)")
+        }
+        if let stdin, let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try? stdin.fileHandleForWriting.close()
         }
         let output = out.fileHandleForReading.readDataToEndOfFile()
         let errors = err.fileHandleForReading.readDataToEndOfFile()

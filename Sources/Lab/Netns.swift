@@ -40,6 +40,12 @@ public struct Netns: Sendable, Hashable {
         try Command.run(["ip", "-n", name] + arguments)
     }
 
+    /// Runs `ip ARGS` inside the namespace, with the arguments as an array.
+    @discardableResult
+    public func ip(_ arguments: [String]) throws(LabError) -> String {
+        try Command.run(["ip", "-n", name] + arguments)
+    }
+
     /// Runs any command inside the namespace (`ip netns exec`).
     @discardableResult
     public func exec(_ arguments: [String], allowFailure: Bool = false) throws(LabError) -> String {

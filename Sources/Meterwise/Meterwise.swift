@@ -42,6 +42,8 @@ struct Meterwise: AsyncParsableCommand {
             ResumeCommand.self,
             CancelCommand.self,
             WatchCommand.self,
+            LabCommand.self,
+            ServeCommand.self,
         ]
     )
 }

@@ -1,0 +1,136 @@
+import Foundation
+import Lab
+import RangeServer
+import TestSupport
+import Testing
+
+/// The built binary's `serve` and `lab` commands, run the way the lab runs them.
+@Suite struct LabCommandTests {
+    func binaryOrSkip(_ test: String) -> String? {
+        guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
+            skip(test, "\(RepoPaths.binary) is not built (swift build)")
+            return nil
+        }
+        return RepoPaths.binary
+    }
+
+    @Test func servePrintsItsURLAndContentHashThenStopsOnSIGTERM() async throws {
+        guard let binary = binaryOrSkip("servePrintsItsURLAndContentHashThenStopsOnSIGTERM") else { return }
+        let server = try ChildProcess([binary, "serve", "--host", "127.0.0.1", "--port", "0", "--size", "1MiB",
+                                       "--seed", "7"])
+        defer { server.stop() }
+        var served: LabRun.Served?
+        for await line in server.lines {
+            served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
+            break
+        }
+        let info = try #require(served, "no JSON line: \(server.stderrText)")
+        let content = RangeContent.generated(size: 1 << 20, seed: 7)
+        #expect(info.sha256 == content.sha256Hex())
+        #expect(info.size == 1 << 20)
+        #expect(info.url.hasPrefix("http://127.0.0.1:") && info.url.hasSuffix("/file"))
+        let fetched = try Command.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                                       info.url])
+        #expect(fetched == "200 1048576")
+        server.terminate()
+        #expect(await server.waitForExit() == 0)
+    }
+
+    @Test func labWithoutRootSaysHowToRunIt() throws {
+        guard let binary = binaryOrSkip("labWithoutRootSaysHowToRunIt") else { return }
+        guard getuid() == 0, Command.exists("setpriv") else {
+            skip("labWithoutRootSaysHowToRunIt", "needs root and setpriv to drop to nobody")
+            return
+        }
+        let run = try BinaryRun.run(["--reuid", "65534", "--regid", "65534", "--clear-groups", binary, "lab"],
+                                    executable: "/usr/bin/setpriv")
+        guard !run.stderr.contains("Permission denied") else {
+            skip("labWithoutRootSaysHowToRunIt", "nobody cannot run \(binary)")
+            return
+        }
+        #expect(run.status == 77)
+        #expect(run.stderr.contains("needs root") && run.stderr.contains("sudo"))
+    }
+
+    @Test func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
+        let name = "labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces"
+        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+        let scenario = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabcli-\(getpid()).yaml").path
+        try """
+            name: short
+            links:
+              wlan0: { kind: wlan }
+              wwan0: { kind: wwan }
+            steps:
+              - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }
+              - { at: 200ms, primary: wlan0 }
+            """.write(toFile: scenario, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: scenario) }
+        let run = try BinaryRun.run(["lab", scenario, "--downloader", "get", "--size", "2MiB", "--json"],
+                                    executable: binary)
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = try #require(run.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["sha256_ok"] as? Bool == true)
+        let interfaces = try #require(object["interfaces"] as? [String: [String: Int64]])
+        #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 2 << 20)
+        #expect((interfaces["wwan0"]?["rx_bytes"] ?? .max) < 16 << 10)
+        #expect(object["engine_bytes"] as? [String: Int64] == ["total": 2 << 20])
+        #expect(run.stderr.contains("lab: namespaces mwlab-dev-"))
+        let listed = try Command.run(["ip", "netns", "list"])
+        for word in run.stderr.split(whereSeparator: { $0 == " " || $0 == "\n" }) where word.hasPrefix("mwlab-") {
+            #expect(!listed.contains(word), "\(word) left behind")
+        }
+    }
+
+    /// The engine's dual-uplink mechanism, proven by the kernel's counters: wwan0 is the primary all
+    /// along, the policy allows only unmetered links, and the bytes arrive on wlan0.
+    @Test func engineKeepsToWlanWhileMeteredWwanIsPrimary() throws {
+        let name = "engineKeepsToWlanWhileMeteredWwanIsPrimary"
+        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+        let help = try BinaryRun.run(["demo", "--help"], executable: binary)
+        guard help.stdout.contains("--links") else {
+            skip(name, "this build's `meterwise demo` has no --links netlink (the engine is not merged)")
+            return
+        }
+        let run = try BinaryRun.run(
+            ["lab", RepoPaths.file("scenarios/dual-uplink.yaml"), "--size", "8MiB", "--json",
+             "--policy", RepoPaths.file("bench/engine/dual-uplink-policy.yaml")],
+            executable: binary)
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = try #require(run.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["sha256_ok"] as? Bool == true)
+        let interfaces = try #require(object["interfaces"] as? [String: [String: Int64]])
+        #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 8 << 20)
+        #expect((interfaces["wwan0"]?["rx_bytes"] ?? .max) < 16 << 10, "payload on wwan0")
+        let engine = try #require(object["engine_bytes"] as? [String: Int64])
+        #expect((engine["wlan0"] ?? 0) >= 8 << 20)
+        #expect((engine["wwan0"] ?? 0) == 0)
+    }
+
+    /// Issue 5's "must show" in the kernel: commute (sped up 4x), a verified sha256, wwan0 ≤ 256 KiB, and
+    /// the engine paused while wwan0 was the primary.
+    @Test func commuteInTheKernelPausesOnCellular() throws {
+        let name = "commuteInTheKernelPausesOnCellular"
+        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+        guard try BinaryRun.run(["demo", "--help"], executable: binary).stdout.contains("--links") else {
+            skip(name, "this build's `meterwise demo` has no --links netlink (the engine is not merged)")
+            return
+        }
+        let run = try BinaryRun.run(
+            ["lab", RepoPaths.file("scenarios/commute.yaml"), "--size", "16MiB", "--speed", "4", "--json",
+             "--policy", RepoPaths.file("policies/default.yaml")],
+            executable: binary)
+        #expect(run.status == 0, "\(run.stderr)")
+        let last = try #require(run.stdout.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["sha256_ok"] as? Bool == true)
+        let interfaces = try #require(object["interfaces"] as? [String: [String: Int64]])
+        #expect((interfaces["wwan0"]?["rx_bytes"] ?? .max) <= 256 << 10)
+        #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 16 << 20)
+        let events = try #require(object["engine_events"] as? [[String: Any]])
+        #expect(events.contains { ($0["event"] as? [String: Any])?["event"] as? String == "paused" })
+        #expect((object["engine_bytes"] as? [String: Int64])?["wwan0"] ?? 0 == 0)
+    }
+}
