@@ -102,7 +102,7 @@ extension Engine {
     func status(of runtime: JobRuntime<C.Instant>) -> JobStatus {
         var paused = runtime.pausedTotal
         if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
-        let link = runtime.active ? (runtime.boundLink ?? snapshot.primary?.name) : nil
+        let link = runtime.active ? runtime.link : nil
         return JobStatus(job: runtime.record, pausedSeconds: paused.seconds, link: link,
                          action: runtime.decision?.action.rawValue)
     }

@@ -240,7 +240,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         case let .adjust(rate):
             runtime.rate = rate
             runtime.download?.setRateLimit(rate)
-            route(id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey)
+            route(id, link: runtime.link, budgetKey: decision.budgetKey)
             jobs[id] = runtime
             events.publish(.throttled(job: id, rate: rate))
         case let .wait(remaining):
@@ -253,7 +253,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             let resumeAt = clock.now.advanced(by: remaining)
             wake = min(wake ?? resumeAt, resumeAt)
         case .none:
-            if runtime.active { route(id, boundLink: runtime.boundLink, budgetKey: decision.budgetKey) }
+            if runtime.active { route(id, link: runtime.link, budgetKey: decision.budgetKey) }
             if !runtime.active && runtime.record.state == .queued && decision.action == .pause {
                 runtime.record.state = .waiting
             }
@@ -285,6 +285,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         download.setLocalAddress(localAddress)
         let bound = localAddress != nil || link != snapshot.primary?.name
         runtime.boundLink = bound ? link : nil
+        runtime.link = link
         runtime.rate = rate
         if !runtime.running { runningCount += 1 }
         runtime.running = true
@@ -297,19 +298,19 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         runtime.record.state = .running
         runtime.record.error = nil
         jobs[id] = runtime
-        route(id, boundLink: runtime.boundLink, budgetKey: budgetKey)
+        route(id, link: runtime.link, budgetKey: budgetKey)
         persist(id)
         events.publish(.started(job: id, link: link, bound: localAddress != nil, resumedFrom: runtime.record.bytesDone))
         commandSink.yield(.drive(id, download))
     }
 
     /// Points the job's bytes at its link and budget, with the budget's allowance.
-    func route(_ id: String, boundLink: String?, budgetKey: String?) {
+    func route(_ id: String, link: String?, budgetKey: String?) {
         let limit = budgetKey.flatMap { key -> Int64? in
             let name = key.split(separator: "@").dropLast().joined(separator: "@")
             return policy.rules.lazy.compactMap(\.budget).first { $0.name == name }?.bytes
         }
-        accounting.route(job: id, boundLink: boundLink, budgetKey: budgetKey, budgetLimit: limit)
+        accounting.route(job: id, link: link, budgetKey: budgetKey, budgetLimit: limit)
     }
 
     func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
@@ -395,6 +396,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         runtime.running = false
         runtime.stopping = false
         runtime.boundLink = nil
+        runtime.link = nil
         accounting.stopRouting(job: id)
         switch result {
         case let .success(.completed(download)):

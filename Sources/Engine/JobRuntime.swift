@@ -9,7 +9,11 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
     var running = false
     /// A pause or cancel was requested and `run()` has not returned yet.
     var stopping = false
+    /// The link the running transfer is bound to; nil when it follows the default route.
     var boundLink: String?
+    /// The link the running transfer's connections were opened on: its bytes arrive there (their
+    /// destination is that link's address) even after the primary moves.
+    var link: String?
     var rate: Int64?
     var decision: Decision?
     /// The policy stopped the job's transfer (or kept it from resuming): resuming waits for stability.

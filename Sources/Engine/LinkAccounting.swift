@@ -3,12 +3,14 @@ import Policy
 import Synchronization
 
 /// Counts received bytes per link and per budget as they arrive, without a hop to the engine's actor:
-/// the downloader's byte callback lands here directly. The engine moves a job's link and budget here
-/// the moment it applies a snapshot or a decision, so bytes after a change count for the new link.
+/// the downloader's byte callback lands here directly. A transfer's bytes count for the link its
+/// connections were opened on (they are addressed to that link's address, so the kernel receives them
+/// there even after the primary moves); the engine sets it when the transfer starts, and the budget
+/// the moment a decision changes it.
 public final class LinkAccounting: Sendable {
     struct Route {
-        /// The link a bound transfer uses; nil when it follows the primary.
-        var boundLink: String?
+        /// The link the transfer's connections use; nil counts for the primary.
+        var link: String?
         var budgetKey: String?
         /// The budget's allowance: crossing it must be noticed at once, not at the next progress event.
         var budgetLimit: Int64?
@@ -36,7 +38,7 @@ public final class LinkAccounting: Sendable {
         state = Mutex(initial)
     }
 
-    /// A new snapshot: unbound transfers now count for its primary.
+    /// A new snapshot: its primary and the links' kinds.
     public func apply(_ snapshot: LinkSnapshot) {
         state.withLock { state in
             state.primary = snapshot.primary
@@ -45,8 +47,8 @@ public final class LinkAccounting: Sendable {
     }
 
     /// Sets where a job's bytes go from now on.
-    public func route(job: String, boundLink: String?, budgetKey: String?, budgetLimit: Int64? = nil) {
-        state.withLock { $0.routes[job] = Route(boundLink: boundLink, budgetKey: budgetKey, budgetLimit: budgetLimit) }
+    public func route(job: String, link: String?, budgetKey: String?, budgetLimit: Int64? = nil) {
+        state.withLock { $0.routes[job] = Route(link: link, budgetKey: budgetKey, budgetLimit: budgetLimit) }
     }
 
     public func stopRouting(job: String) {
@@ -58,7 +60,7 @@ public final class LinkAccounting: Sendable {
     public func record(job: String, bytes count: Int) -> Bool {
         state.withLock { state in
             let route = state.routes[job]
-            let link = route?.boundLink ?? state.primary?.name ?? "unknown"
+            let link = route?.link ?? state.primary?.name ?? "unknown"
             state.bytesByLink[link, default: 0] += Int64(count)
             state.bytesByJob[job, default: 0] += Int64(count)
             state.unsaved += Int64(count)

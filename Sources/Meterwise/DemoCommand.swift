@@ -53,8 +53,12 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Print events as JSON lines; the last line is the summary.")
     var json = false
 
+    @Option(help: "Give up after this many seconds (default: the scenario's end + 120 s; 600 s with --links netlink).")
+    var timeout: Double?
+
     func validate() throws {
         guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be greater than 0") }
         guard Units.parseBytes(size) != nil else { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
         if let rate, Units.parseRate(rate) == nil && Units.parseBytes(rate) == nil {
             throw ValidationError("bad --rate \(rate): \(Units.rateHint)")
@@ -111,7 +115,7 @@ struct DemoCommand: AsyncParsableCommand {
         let events = engine.events.subscribe()
         let job = try await engine.add(JobSpec(url: source.url, destination: destination, sha256: source.sha256))
         let started = clock.now
-        let limit = Duration.seconds((scenario?.end.seconds ?? 0) + 120)
+        let limit = Duration.seconds(timeout ?? (scenario.map { $0.end.seconds + 120 } ?? 600))
 
         let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
@@ -137,7 +141,7 @@ struct DemoCommand: AsyncParsableCommand {
             sha256: actual, expected: source.sha256, state: status.job.state.rawValue,
             bytesByKind: engine.accounting.bytesByKind, bytesByLink: engine.accounting.bytesByLink,
             pausedSeconds: status.pausedSeconds, refetchedBytes: status.job.refetchedBytes,
-            bytesFetched: engine.accounting.bytesByLink.values.reduce(0, +), size: bytes,
+            bytesFetched: engine.accounting.bytesByLink.values.reduce(0, +), size: status.job.totalBytes ?? bytes,
             elapsedSeconds: started.duration(to: clock.now).seconds)
         printer.summary(summary)
         if let server { try? await server.shutdown() }
