@@ -209,7 +209,11 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             runtime.record.rule = decision.rule
             runtime.record.reason = decision.reasons.joined(separator: "; ")
         }
-        runtime.decision = decision
+        // Keep the decision without its reasons: the record holds them as one text, and with ten
+        // thousand queued jobs the copies add up.
+        var kept = decision
+        kept.reasons = []
+        runtime.decision = kept
         let input = PlannerInput(
             decision: decision, snapshot: snapshot, running: runtime.active, boundLink: runtime.boundLink,
             currentRate: runtime.rate, pausedByPolicy: runtime.pausedByPolicy,
