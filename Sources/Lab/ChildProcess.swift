@@ -134,6 +134,10 @@ public final class ChildProcess: @unchecked Sendable {
             }
         } onCancel: {
             terminate()
+            // A child can inherit a blocked SIGTERM from the thread that spawned it (Foundation's
+            // Process keeps the signal mask): make sure it ends anyway.
+            let child = self
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { child.kill() }
         }
     }
 

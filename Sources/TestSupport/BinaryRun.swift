@@ -61,7 +61,7 @@ public final class LineCollector: Sendable {
     public var received: [(at: Date, line: String)] { lines.all }
 
     /// Waits until a line satisfies `predicate` (checked every 2 ms), up to `timeout`.
-    public func waitForLine(after index: Int = 0, timeout: Duration = .seconds(5),
+    public func waitForLine(after index: Int = 0, timeout: Duration = .seconds(15),
                             _ predicate: (String) -> Bool) async -> (at: Date, line: String)? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {

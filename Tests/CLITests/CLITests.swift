@@ -65,14 +65,15 @@ import Testing
         let watcher = try LineCollector(["/usr/sbin/ip", "netns", "exec", uplinks.device.name, RepoPaths.binary,
                                          "links", "--watch", "--json"])
         defer { watcher.stop() }
-        let first = await watcher.waitForLine { $0.contains("\"primary\":\"wlan0\"") }
+        // Generous: the whole suite runs in parallel on two cores, and the binary starts inside `ip netns exec`.
+        let first = await watcher.waitForLine(timeout: .seconds(30)) { $0.contains("\"primary\":\"wlan0\"") }
         #expect(first != nil, "no initial line with primary wlan0")
         let count = watcher.received.count
         let downAt = Date()
         try uplinks.device.ip("link", "set", "wlan0", "down")
-        let change = await watcher.waitForLine(after: count) { $0.contains("\"primary\":\"wwan0\"") }
+        let change = await watcher.waitForLine(after: count, timeout: .seconds(15)) { $0.contains("\"primary\":\"wwan0\"") }
         let hit = try #require(change, "no line with primary wwan0 after wlan0 went down")
         // Latency goals live in bench/links; here only a sanity bound for a loaded CI machine.
-        #expect(hit.at.timeIntervalSince(downAt) < 2)
+        #expect(hit.at.timeIntervalSince(downAt) < 5)
     }
 }

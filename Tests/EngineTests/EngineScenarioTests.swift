@@ -26,6 +26,8 @@ import Testing
             #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 512 << 10 })
             h.monitor.send(up: ["wwan0"], primary: "wwan0")
             #expect(try await h.until { try await h.state(job.id) == .waiting })
+            // The recorder receives events on its own task: wait for it to have seen the pause.
+            #expect(await h.until { h.events.contains(where: \.isPaused) })
             // The events after the switch: the decision, then the pause, nothing in between.
             let events = h.events
             let switchIndex = try #require(events.lastIndex { if case let .links(s) = $0 { s.primary?.name == "wwan0" } else { false } })
@@ -136,6 +138,7 @@ import Testing
             #expect(h.count(\.isStarted) == 1, "restarted while the Wi-Fi was flapping")
             h.clock.advance(by: .seconds(5))
             #expect(try await h.until { try await h.state(job.id) == .completed })
+            #expect(await h.until { h.count(\.isStarted) == 2 })
             #expect(h.count(\.isStarted) == 2)
             #expect(try await h.engine.status(job.id).job.sha256 == h.server.content.sha256Hex())
             #expect(h.engine.accounting.bytesByLink["wwan0", default: 0] <= 256 << 10)
