@@ -76,11 +76,10 @@ extension Engine {
             throw EngineError(.conflict, "\(spec.destination) exists already: remove it or choose another -o")
         }
         let id = id ?? Self.newID()
-        var record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
+        let record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
                                expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
                                now: now)
-        record.checkpointPath = spec.destination + ".part.checkpoint"
         try store.insert(record)
         jobs[id] = JobRuntime(record: record)
         order.append(id)
@@ -89,13 +88,18 @@ extension Engine {
         return jobs[id]?.record ?? record
     }
 
+    func runtime(_ id: String) throws(EngineError) -> JobRuntime<C.Instant> {
+        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        return runtime
+    }
+
     static func newID() -> String {
         let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
         return String((0..<8).map { _ in alphabet.randomElement()! })
     }
 
     public func status(_ id: String) throws(EngineError) -> JobStatus {
-        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        let runtime = try runtime(id)
         return status(of: runtime)
     }
 
@@ -114,14 +118,14 @@ extension Engine {
 
     /// The policy's explanation of a job's decision right now.
     public func explain(_ id: String) throws(EngineError) -> Explanation {
-        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        let runtime = try runtime(id)
         return policy.explain(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage, now: now,
                               timeZone: configuration.timeZone)
     }
 
     /// The user's pause: the job stays paused until `resume`.
     public func pause(_ id: String) throws(EngineError) {
-        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        let runtime = try runtime(id)
         guard !runtime.record.state.isFinal else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue); it cannot be paused")
         }
@@ -132,7 +136,7 @@ extension Engine {
 
     /// Lifts the user's pause; the policy decides from here.
     public func resume(_ id: String) throws(EngineError) {
-        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        let runtime = try runtime(id)
         guard runtime.record.state == .paused || runtime.record.state == .failed else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue), not paused")
         }
@@ -144,17 +148,17 @@ extension Engine {
 
     /// Stops the job and deletes its partial file and checkpoint.
     public func cancel(_ id: String) throws(EngineError) {
-        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+        let runtime = try runtime(id)
         guard !runtime.record.state.isFinal else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue) already")
         }
         if runtime.running {
             stopTransfer(id, reason: "cancelled by the user", byUser: true, cancel: true)
         } else {
-            for path in [runtime.record.destination + ".part", runtime.record.checkpointPath] {
+            let request = DownloadRequest(url: runtime.record.url, destination: runtime.record.destination)
+            for path in [request.partialPath, request.checkpointPath] {
                 try? FileManager.default.removeItem(atPath: path)
             }
-            jobs[id]?.record.state = .cancelled
             events.publish(.cancelled(job: id))
         }
         jobs[id]?.record.state = .cancelled

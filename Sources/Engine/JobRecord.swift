@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Policy
+import Transfer
 
 /// Where a job is in its life. `paused` is the user's pause; a policy pause is `waiting`.
 public enum JobState: String, Sendable, Codable, Hashable, CaseIterable {
@@ -69,7 +70,7 @@ public struct JobRecord: Sendable, Codable, Hashable, FetchableRecord, Persistab
         self.totalBytes = nil
         self.bytesFetched = 0
         self.refetchedBytes = 0
-        self.checkpointPath = destination + ".part.checkpoint"
+        self.checkpointPath = DownloadRequest(url: url, destination: destination).checkpointPath
         self.createdAt = now
         self.updatedAt = now
     }

@@ -21,7 +21,6 @@ public final class LinkAccounting: Sendable {
         var kinds: [String: LinkKind] = [:]
         var routes: [String: Route] = [:]
         var bytesByLink: [String: Int64] = [:]
-        var bytesByJob: [String: Int64] = [:]
         var usage = Usage()
         var unsaved: Int64 = 0
     }
@@ -62,7 +61,6 @@ public final class LinkAccounting: Sendable {
             let route = state.routes[job]
             let link = route?.link ?? state.primary?.name ?? "unknown"
             state.bytesByLink[link, default: 0] += Int64(count)
-            state.bytesByJob[job, default: 0] += Int64(count)
             state.unsaved += Int64(count)
             guard let key = route?.budgetKey else { return false }
             let before = state.usage.used(key)
