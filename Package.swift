@@ -3,7 +3,8 @@
 //
 //   Links ──▶ Policy ──▶ Engine ◀── Transfer
 //     ▲                    ▲
-//  NetlinkLinks (libnl)    └── job store (GRDB), control API (NIO HTTP on a Unix socket)
+//  NetlinkLinks (libnl)    ├── job store (GRDB), control API (NIO HTTP on a Unix socket)
+//                          └── MeterwiseClient: the API's JSON shapes and its client (library product)
 //
 // Only NetlinkLinks imports CNetlink; every other module builds without libnl.
 import PackageDescription
@@ -14,6 +15,8 @@ let package = Package(
         .executable(name: "meterwise", targets: ["Meterwise"]),
         /// The checkpointed, resumable ranged downloader, for Swift programs that embed it.
         .library(name: "MeterwiseTransfer", targets: ["Transfer"]),
+        /// The daemon's control API for Swift programs: its JSON shapes and a client over the Unix socket.
+        .library(name: "MeterwiseClient", targets: ["MeterwiseClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
@@ -47,7 +50,7 @@ let package = Package(
         .target(
             name: "NetlinkLinks",
             dependencies: [
-                "CNetlink", "Links",
+                "CNetlink", "Links", "ConfigKit",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -78,13 +81,23 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The control API's JSON shapes (snake_case) and its client over the Unix socket.
+        .target(
+            name: "MeterwiseClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
         // Network-namespace lab: veth wlan0/wwan0, tc shaping, route toggles (root).
         .target(name: "Lab", dependencies: ["Links"]),
         // Links -> Policy -> Transfer for every job; the job store, budgets, daemon and control API.
         .target(
             name: "Engine",
             dependencies: [
-                "Links", "Policy", "Transfer",
+                "Links", "Policy", "Transfer", "MeterwiseClient",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -99,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "Meterwise",
             dependencies: [
-                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
+                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit", "MeterwiseClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,10 +124,15 @@ let package = Package(
             ]
         ),
         // Benchmarks (bench/*/run.sh builds them in release and prints a table).
-        .executableTarget(name: "bench-links", dependencies: ["NetlinkLinks", "Links", "Lab"], path: "bench/links",
-                          exclude: ["run.sh"]),
+        .executableTarget(
+            name: "bench-links", dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport"], path: "bench/links",
+            exclude: ["run.sh"]),
+        .executableTarget(
+            name: "bench-policy", dependencies: ["Policy", "Links", "ConfigKit"], path: "bench/policy",
+            exclude: ["run.sh"]),
 
-        // Test helpers: manual clock, netns fixtures, the range server re-exported.
+        // Test and bench helpers: manual clock, network-namespace fixtures (VethUplinks), nginx, the range
+        // server re-exported. Never linked into the shipped executable.
         .target(name: "TestSupport", dependencies: ["Links", "RangeServer", "Lab"]),
 
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
@@ -127,8 +145,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "RangeServer", "TestSupport"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(
+            name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links"]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]
 )

@@ -40,6 +40,13 @@ public enum Units {
         return bytes
     }
 
+    /// A rate limit as the command line takes it: `512KiB/s`, or `512KiB` with the `/s` left out.
+    public static func parseRateLimit(_ text: String) -> Int64? {
+        if let rate = parseRate(text) { return rate }
+        guard let bytes = parseBytes(text), bytes > 0 else { return nil }
+        return bytes
+    }
+
     /// Parses a duration made of one or more `<number><unit>` parts, units ms, s, m, h, d:
     /// `200ms`, `5s`, `1h30m`, `1.5s`. A bare `0` is zero.
     public static func parseDuration(_ text: String) -> Duration? {

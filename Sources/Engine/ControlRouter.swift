@@ -1,4 +1,5 @@
 import Foundation
+import MeterwiseClient
 import Links
 import Policy
 
@@ -47,7 +48,9 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 do {
                     spec = try ControlAPI.decoder().decode(JobSpec.self, from: body)
                 } catch {
-                    throw EngineError(.invalidRequest, "the body must be a JSON job: {\"url\": ..., \"destination\": ...} (\(error))")
+                    throw EngineError(
+                        .invalidRequest,
+                        "the body must be a JSON job {\"url\": ..., \"destination\": ...}: \(Self.describe(error))")
                 }
                 let record = try await engine.add(spec)
                 return .json(try await engine.status(record.id), status: 201)
@@ -70,7 +73,7 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 }
                 return .json(try await engine.status(id!))
             case ("GET", "/v1/links", 2):
-                return .json(await engine.snapshot)
+                return .json(LinkSnapshotDocument(await engine.snapshot))
             case ("GET", "/metrics", 1):
                 let text = await Metrics.render(engine: engine)
                 return ControlResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Data(text.utf8))
@@ -118,5 +121,24 @@ enum Metrics {
             lines.append("meterwise_primary_link{link=\"\(primary.name)\",kind=\"\(primary.kind.rawValue)\"} 1")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension ControlRouter {
+    /// A decoding failure in words a client can act on: the key and what is wrong with it.
+    static func describe(_ error: any Error) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            context.codingPath.map(\.stringValue).joined(separator: ".")
+        }
+        switch error {
+        case DecodingError.keyNotFound(let key, _):
+            return "missing key \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(let type, let context), DecodingError.valueNotFound(let type, let context):
+            return "\"\(path(context))\" must be \(type == String.self ? "a string" : "of type \(type)")"
+        case DecodingError.dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : context.debugDescription
+        default:
+            return "\(error)"
+        }
     }
 }

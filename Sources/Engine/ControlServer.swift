@@ -1,4 +1,5 @@
 import Foundation
+import MeterwiseClient
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -7,7 +8,8 @@ import NIOPosix
 /// The control API: HTTP/1.1 + JSON on a Unix domain socket (docs/api.md).
 ///
 /// The socket is created with mode 0600 (0660 with a group), so only its owner (and the group) may
-/// talk to the daemon. `run()` serves until its task is cancelled, then removes the socket file.
+/// talk to the daemon. `bind()` creates it; `serve(_:)` answers until its task is cancelled, then removes
+/// the socket file.
 public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.Instant: Sendable {
     public let path: String
     public let group: String?
@@ -83,7 +85,7 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                     case var .body(buffer):
                         guard body.count + buffer.readableBytes <= 1 << 20 else {
                             try await respond(outbound, head: head, ControlResponse.json(
-                                ControlAPI.ErrorBody(error: "request body over 1 MiB", code: "invalidRequest"), status: 413))
+                                ControlAPI.ErrorBody(error: "request body over 1 MiB", code: EngineError.Code.invalidRequest.rawValue), status: 413))
                             return
                         }
                         body.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? [])

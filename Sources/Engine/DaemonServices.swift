@@ -51,12 +51,13 @@ public struct ControlService<C: Clock>: Service where C.Duration == Duration, C.
 /// old one stays and every error is logged with its `file:line:column`.
 public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duration, C.Instant: Sendable {
     public let engine: Engine<C>
-    public let path: String
+    /// Where the policy comes from; the built-in default has no file to watch, SIGHUP still reloads.
+    public let source: PolicySource
     public let logger: Logger
 
-    public init(engine: Engine<C>, path: String, logger: Logger) {
+    public init(engine: Engine<C>, source: PolicySource, logger: Logger) {
         self.engine = engine
-        self.path = path
+        self.source = source
         self.logger = logger
     }
 
@@ -65,8 +66,12 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await _ in signals { await reload(because: "SIGHUP") } }
-                group.addTask {
-                    for await _ in PolicyWatcher(path: path).changes() { await reload(because: "a policy file changed") }
+                if let path = source.path {
+                    group.addTask {
+                        for await _ in PolicyWatcher(path: path).changes() {
+                            await reload(because: "a policy file changed")
+                        }
+                    }
                 }
                 await group.waitForAll()
             }
@@ -75,9 +80,9 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
 
     func reload(because reason: String) async {
         do {
-            let policy = try PolicySet.load(path: path)
+            let policy = try source.load()
             await engine.reload(policy: policy)
-            logger.info("policy reloaded (\(reason)) from \(policy.files.joined(separator: ", "))")
+            logger.info("policy reloaded (\(reason)) from \(source): \(policy.files.joined(separator: ", "))")
         } catch {
             logger.error("policy not reloaded (\(reason)); keeping the previous one:\n\(error)")
         }

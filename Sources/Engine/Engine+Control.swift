@@ -1,64 +1,8 @@
 import Foundation
 import Links
+import MeterwiseClient
 import Policy
 import Transfer
-
-/// What a new job asks for: `meterwise add` and the API's `POST /jobs`.
-public struct JobSpec: Sendable, Codable, Hashable {
-    public var url: String
-    public var destination: String
-    public var headURL: String?
-    public var sha256: String?
-    public var size: Int64?
-    public var priority: Int
-    public var tags: [String]
-    public var allowMetered: Bool
-    public var allowRoaming: Bool?
-    public var segments: Int?
-
-    public init(url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
-                priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
-                segments: Int? = nil) {
-        self.url = url
-        self.destination = destination
-        self.headURL = headURL
-        self.sha256 = sha256
-        self.size = size
-        self.priority = priority
-        self.tags = tags
-        self.allowMetered = allowMetered
-        self.allowRoaming = allowRoaming
-        self.segments = segments
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case url, destination, headURL, sha256, size, priority, tags, allowMetered, allowRoaming, segments
-    }
-
-    /// Only `url` and `destination` are required; everything else has its default.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            url: try c.decode(String.self, forKey: .url),
-            destination: try c.decode(String.self, forKey: .destination),
-            headURL: try c.decodeIfPresent(String.self, forKey: .headURL),
-            sha256: try c.decodeIfPresent(String.self, forKey: .sha256),
-            size: try c.decodeIfPresent(Int64.self, forKey: .size),
-            priority: try c.decodeIfPresent(Int.self, forKey: .priority) ?? 0,
-            tags: try c.decodeIfPresent([String].self, forKey: .tags) ?? [],
-            allowMetered: try c.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? false,
-            allowRoaming: try c.decodeIfPresent(Bool.self, forKey: .allowRoaming),
-            segments: try c.decodeIfPresent(Int.self, forKey: .segments))
-    }
-}
-
-/// A job as clients see it: the record plus live figures.
-public struct JobStatus: Sendable, Codable, Hashable {
-    public var job: JobRecord
-    public var pausedSeconds: Double
-    public var link: String?
-    public var action: String?
-}
 
 extension Engine {
     /// Adds a job and decides it at once. Fails when the destination is taken.
@@ -79,6 +23,7 @@ extension Engine {
         let record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
                                expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
+                               checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
                                now: now)
         try store.insert(record)
         jobs[id] = JobRuntime(record: record)

@@ -1,9 +1,10 @@
 /// Every error of the Engine module (job store, daemon, control API). The message says what to do.
 public struct EngineError: Error, Sendable, CustomStringConvertible {
+    /// The `code` of an API error body: snake_case, like every key and value of the API.
     public enum Code: String, Sendable, Hashable {
         case store
-        case notFound
-        case invalidRequest
+        case notFound = "not_found"
+        case invalidRequest = "invalid_request"
         case conflict
         case socket
     }

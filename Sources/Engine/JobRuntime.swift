@@ -1,3 +1,4 @@
+import MeterwiseClient
 import Policy
 import Transfer
 

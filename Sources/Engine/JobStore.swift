@@ -1,4 +1,5 @@
 import Foundation
+import MeterwiseClient
 import GRDB
 import Policy
 
@@ -65,6 +66,20 @@ public final class JobStore: Sendable {
                 t.column("bytes", .integer).notNull()
             }
         }
+        migrator.registerMigration("v2-snake-case") { db in
+            // One JSON and column convention: the job table's camelCase columns become snake_case.
+            let renames = [
+                ("headURL", "head_url"), ("expectedSHA256", "expected_sha256"), ("allowMetered", "allow_metered"),
+                ("allowRoaming", "allow_roaming"), ("bytesDone", "bytes_done"), ("totalBytes", "total_bytes"),
+                ("bytesFetched", "bytes_fetched"), ("refetchedBytes", "refetched_bytes"),
+                ("checkpointPath", "checkpoint_path"), ("createdAt", "created_at"), ("updatedAt", "updated_at"),
+            ]
+            for (old, new) in renames {
+                try db.execute(sql: "ALTER TABLE job RENAME COLUMN \(old) TO \(new)")
+            }
+            try db.execute(sql: "ALTER TABLE usage RENAME COLUMN budgetKey TO budget_key")
+            try db.execute(sql: "ALTER TABLE linkBytes RENAME TO link_bytes")
+        }
         return migrator
     }
 
@@ -103,7 +118,7 @@ public final class JobStore: Sendable {
 
     /// Every job, oldest first.
     public func jobs() throws(EngineError) -> [JobRecord] {
-        try read("list jobs") { db in try JobRecord.order(Column("createdAt"), Column("id")).fetchAll(db) }
+        try read("list jobs") { db in try JobRecord.order(Column(JobRecord.CodingKeys.createdAt.rawValue), Column("id")).fetchAll(db) }
     }
 
     public func count() throws(EngineError) -> Int {
@@ -114,8 +129,8 @@ public final class JobStore: Sendable {
     public func usage() throws(EngineError) -> Usage {
         try read("read budget usage") { db in
             var bytes: [String: Int64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT budgetKey, bytes FROM usage") {
-                bytes[row["budgetKey"]] = row["bytes"]
+            for row in try Row.fetchAll(db, sql: "SELECT budget_key, bytes FROM usage") {
+                bytes[row["budget_key"]] = row["bytes"]
             }
             return Usage(bytes: bytes)
         }
@@ -128,10 +143,10 @@ public final class JobStore: Sendable {
         try write("save budget usage") { db in
             try db.execute(sql: "DELETE FROM usage")
             for (key, bytes) in ledger {
-                try db.execute(sql: "INSERT INTO usage (budgetKey, bytes) VALUES (?, ?)", arguments: [key, bytes])
+                try db.execute(sql: "INSERT INTO usage (budget_key, bytes) VALUES (?, ?)", arguments: [key, bytes])
             }
             for (link, kind, bytes) in rows {
-                try db.execute(sql: "INSERT OR REPLACE INTO linkBytes (link, kind, bytes) VALUES (?, ?, ?)",
+                try db.execute(sql: "INSERT OR REPLACE INTO link_bytes (link, kind, bytes) VALUES (?, ?, ?)",
                                arguments: [link, kind, bytes])
             }
         }
@@ -141,7 +156,7 @@ public final class JobStore: Sendable {
     public func linkBytes() throws(EngineError) -> [String: (kind: String, bytes: Int64)] {
         try read("read link totals") { db in
             var result: [String: (kind: String, bytes: Int64)] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT link, kind, bytes FROM linkBytes") {
+            for row in try Row.fetchAll(db, sql: "SELECT link, kind, bytes FROM link_bytes") {
                 result[row["link"]] = (row["kind"], row["bytes"])
             }
             return result

@@ -53,13 +53,13 @@ public struct LabReport: Sendable {
         return nil
     }
 
-    /// The engine's per-link byte counts: its `bytes_by_link`, else `{"total": bytesFetched}`.
+    /// The engine's per-link byte counts: its `bytes_by_link`, else `{"total": bytes_fetched}`.
     public var engineBytes: [String: Int64]? {
         guard let summary = summaryObject else { return nil }
         if let byLink = summary["bytes_by_link"] as? [String: Any] {
             return byLink.compactMapValues { ($0 as? NSNumber)?.int64Value }
         }
-        if let fetched = summary["bytesFetched"] as? NSNumber { return ["total": fetched.int64Value] }
+        if let fetched = summary["bytes_fetched"] as? NSNumber { return ["total": fetched.int64Value] }
         return nil
     }
 

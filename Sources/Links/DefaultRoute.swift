@@ -15,6 +15,12 @@ public struct DefaultRoute: Sendable, Hashable, Codable {
     /// The next hop, when the route has one.
     public var gateway: String?
 
+    /// The JSON contract is snake_case (docs/api.md).
+    enum CodingKeys: String, CodingKey {
+        case family, link, metric, gateway
+        case linkIndex = "link_index"
+    }
+
     public init(family: AddressFamily, linkIndex: Int, link: String, metric: Int, gateway: String? = nil) {
         self.family = family
         self.linkIndex = linkIndex

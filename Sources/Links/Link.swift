@@ -27,6 +27,12 @@ public struct Link: Sendable, Hashable, Codable {
     /// A metered hint from outside the kernel (NetworkManager, DHCP option 43), when known.
     public var meteredHint: Bool?
 
+    /// The JSON contract is snake_case (docs/api.md).
+    enum CodingKeys: String, CodingKey {
+        case index, name, kind, operstate, up, running, mtu, mac, ipv4, ipv6, driver, ssid
+        case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
+    }
+
     public init(
         index: Int, name: String, kind: LinkKind, kindSource: String, operstate: String = "unknown",
         up: Bool, running: Bool, lowerUp: Bool? = nil, mtu: Int = 1500, mac: String? = nil,

@@ -7,6 +7,12 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
     /// Seconds since the monitor started (its clock), for ordering and display.
     public var timestamp: Double
 
+    /// The JSON contract is snake_case (docs/api.md).
+    enum CodingKeys: String, CodingKey {
+        case links, sequence, timestamp
+        case defaultRoutes = "default_routes"
+    }
+
     public init(links: [Link], defaultRoutes: [DefaultRoute], sequence: UInt64 = 0, timestamp: Double = 0) {
         self.links = links.sorted { $0.index < $1.index }
         self.defaultRoutes = defaultRoutes.sorted {

@@ -1,8 +1,20 @@
 import ArgumentParser
 import ConfigKit
-import Engine
-import NIOHTTP1
 import Foundation
+import MeterwiseClient
+import NIOHTTP1
+import Transfer
+
+/// Options every client command shares.
+struct ClientOptions: ParsableArguments {
+    @Option(help: "The daemon's control socket (default: the daemon's default for this user).")
+    var socket: String?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    var socketPath: String { socket ?? StatePaths.socket }
+}
 
 /// `meterwise add URL`: queue a download in the daemon.
 struct AddCommand: AsyncParsableCommand {
@@ -11,7 +23,7 @@ struct AddCommand: AsyncParsableCommand {
     @Argument(help: "The URL to download (http or https).")
     var url: String
 
-    @Option(name: [.short, .customLong("output")], help: "Where to save it (default: the URL's file name here).")
+    @Option(name: [.short, .customLong("output")], help: "Where to save it (default: the last part of the URL path, here).")
     var output: String?
 
     @Option(help: "The expected sha256 (hex); the download fails if it differs.")
@@ -33,17 +45,17 @@ struct AddCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
-        if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
-            throw ValidationError("--sha256 must be 64 hex digits")
+        if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
+        if output == nil, OutputName.from(url: url) == nil {
+            throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
     }
 
     func run() async throws {
-        let name = URL(string: url)?.lastPathComponent ?? ""
-        let output = self.output ?? (name.isEmpty || name == "/" ? "download.bin" : name)
+        let output = self.output ?? OutputName.from(url: url) ?? ""
         let destination = URL(fileURLWithPath: output, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             .standardizedFileURL.path
-        let spec = JobSpec(url: url, destination: destination, sha256: sha256?.lowercased(),
+        let spec = JobSpec(url: url, destination: destination, sha256: sha256.flatMap(ExpectedSHA256.parse),
                            size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered)
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Engine
 import Foundation
+import MeterwiseClient
 import Links
 import Logging
 import NetlinkLinks
@@ -19,7 +20,7 @@ struct DaemonCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Policy file or directory (default: ./policies, or /etc/meterwise/policies.d).")
+    @Option(help: ArgumentHelp(PolicyOption.help))
     var policy: String?
 
     @Option(help: "State directory for the job store (default: /var/lib/meterwise as root, XDG otherwise).")
@@ -53,13 +54,8 @@ struct DaemonCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "meterwise.daemon")
         if ProcessInfo.processInfo.environment["METERWISE_LOG"] == nil { logger.logLevel = .info }
-        let policyPath = policy ?? StatePaths.policy
-        let policySet: PolicySet
-        do {
-            policySet = try PolicySet.load(path: policyPath)
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        let policySource = PolicyLocator.current(explicit: policy)
+        let policySet = try PolicyOption.load(policySource)
         let stateDirectory = state ?? StatePaths.stateDirectory
         let socketPath = socket ?? StatePaths.socket
         let clock = ScaledClock(speed: scenario == nil ? 1 : speed)
@@ -75,12 +71,12 @@ struct DaemonCommand: AsyncParsableCommand {
         let engine = try Engine(
             policy: policySet, store: store, monitor: monitor, clock: clock,
             configuration: EngineConfiguration(maxActive: maxActive, canBind: scenario == nil), logger: engineLogger)
-        logger.info("meterwise \(Meterwise.version) daemon: state \(stateDirectory), socket \(socketPath), policy \(policyPath)")
+        logger.info("meterwise \(Meterwise.version) daemon: state \(stateDirectory), socket \(socketPath), policy \(policySource)")
         let group = ServiceGroup(
             services: [
                 EngineService(engine: engine),
                 ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
-                PolicyReloadService(engine: engine, path: policyPath, logger: logger),
+                PolicyReloadService(engine: engine, source: policySource, logger: logger),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)

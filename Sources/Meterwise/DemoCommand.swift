@@ -3,6 +3,7 @@ import ConfigKit
 import Engine
 import Foundation
 import Links
+import MeterwiseClient
 import NetlinkLinks
 import Policy
 import RangeServer
@@ -23,10 +24,10 @@ struct DemoCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Scenario file (default: scenarios/commute.yaml, or the built-in commute).")
+    @Option(help: "Scenario file (default: the built-in scenarios/commute.yaml).")
     var scenario: String?
 
-    @Option(help: "Policy file or directory (default: policies/default.yaml, or the built-in default).")
+    @Option(help: ArgumentHelp(PolicyOption.help))
     var policy: String?
 
     @Option(help: "Play the scenario N times faster (the server's rate scales with it).")
@@ -60,19 +61,21 @@ struct DemoCommand: AsyncParsableCommand {
         guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
         if let timeout, timeout <= 0 { throw ValidationError("--timeout must be greater than 0") }
         guard Units.parseBytes(size) != nil else { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
-        if let rate, Units.parseRate(rate) == nil && Units.parseBytes(rate) == nil {
+        if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("bad --rate \(rate): \(Units.rateHint)")
         }
         guard links == "scenario" || links == "netlink" else {
             throw ValidationError("--links must be scenario or netlink, not \(links)")
         }
         if url != nil && sha256 == nil { throw ValidationError("--url needs --sha256 HEX so the result can be verified") }
+        if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
     }
 
     func run() async throws {
         let scenario = try DemoDefaults.scenario(path: links == "scenario" ? self.scenario : nil,
                                                  required: links == "scenario")
-        let policy = try DemoDefaults.policy(path: self.policy)
+        let policySource = PolicyLocator.current(explicit: self.policy)
+        let policy = try PolicyOption.load(policySource)
         let clock = ScaledClock(speed: links == "netlink" ? 1 : speed)
         let bytes = Units.parseBytes(size)!
 
@@ -84,10 +87,10 @@ struct DemoCommand: AsyncParsableCommand {
         var server: RangeServer?
         let source: (url: String, sha256: String)
         if let url, let sha256 {
-            source = (url, sha256.lowercased())
+            source = (url, ExpectedSHA256.parse(sha256) ?? sha256)
         } else {
             let content = RangeContent.generated(size: bytes, seed: 0x6d657465)
-            let perSecond = rate.flatMap { Units.parseRate($0) ?? Units.parseBytes($0) }
+            let perSecond = rate.flatMap(Units.parseRateLimit)
                 ?? DemoDefaults.rate(size: bytes, scenario: scenario, resumeAfter: policy.resumeAfter)
             // The server throttles each response; the downloader opens one per segment.
             let segments = DownloadRequest(url: "", destination: "").segmentCount(total: bytes)
@@ -111,7 +114,7 @@ struct DemoCommand: AsyncParsableCommand {
                     request.checkpointEvery = .milliseconds(500)
                 }))
         let printer = TimelinePrinter(json: json, clock: clock, scenario: scenario)
-        printer.header(source: source.url, size: bytes, policy: policy, links: links)
+        printer.header(source: source.url, size: bytes, policy: policy, policySource: policySource, links: links)
         let events = engine.events.subscribe()
         let job = try await engine.add(JobSpec(url: source.url, destination: destination, sha256: source.sha256))
         let started = clock.now

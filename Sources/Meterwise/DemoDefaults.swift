@@ -4,49 +4,15 @@ import Foundation
 import Links
 import Policy
 
-/// The demo's inputs when the user names none: the repository's files when run from a checkout,
-/// built-in copies otherwise, so `meterwise demo` works from any folder.
+/// The demo's inputs when the user names none: the shipped scenario and the policy `PolicyLocator` finds,
+/// so `meterwise demo` works from any folder.
 enum DemoDefaults {
-    static let commute = """
-        name: commute
-        description: Wi-Fi for 0-8 s, cellular for 8-20 s, then Wi-Fi again.
-        links:
-          wlan0: { kind: wlan, ssid: HomeWiFi, addresses: [192.168.1.20/24] }
-          wwan0: { kind: wwan, addresses: [100.64.7.9/30] }
-        steps:
-          - { at: 0s,  up: [wlan0, wwan0], primary: wlan0, note: "at home on Wi-Fi" }
-          - { at: 8s,  down: [wlan0],      primary: wwan0, note: "left home: cellular only" }
-          - { at: 20s, up: [wlan0],        primary: wlan0, note: "at the office: Wi-Fi again" }
-        """
-
-    static let defaultPolicy = """
-        version: 1
-        defaults: { resume_after: 5s, action: pause }
-        rules:
-          - { name: run-unmetered, when: { metered: no }, action: run, via: unmetered }
-          - { name: pause-metered, when: { metered: yes }, action: pause }
-        """
-
+    /// The scenario the demo plays: `--scenario FILE`, else the built-in `scenarios/commute.yaml`.
     static func scenario(path: String?, required: Bool) throws -> Scenario? {
         guard required else { return nil }
         do {
             if let path { return try ScenarioParser.load(path: path) }
-            if FileManager.default.fileExists(atPath: "scenarios/commute.yaml") {
-                return try ScenarioParser.load(path: "scenarios/commute.yaml")
-            }
-            return try ScenarioParser.parse(commute, file: "<built-in commute>")
-        } catch {
-            throw ValidationError("\(error)")
-        }
-    }
-
-    static func policy(path: String?) throws -> PolicySet {
-        do {
-            if let path { return try PolicySet.load(path: path) }
-            if FileManager.default.fileExists(atPath: "policies/default.yaml") {
-                return try PolicySet.load(path: "policies/default.yaml")
-            }
-            return try PolicySet.parse(files: [(name: "<built-in default>", text: defaultPolicy)])
+            return try ScenarioParser.parse(ShippedScenario.commuteYAML, file: ShippedScenario.name)
         } catch {
             throw ValidationError("\(error)")
         }

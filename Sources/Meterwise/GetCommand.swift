@@ -54,45 +54,26 @@ struct GetCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
-        if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
-            throw ValidationError("--sha256 takes 64 hex digits, e.g. the output of sha256sum.")
-        }
-        if let rate, Self.parseRate(rate) == nil {
+        if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
+        if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("--rate \(rate) is not a rate; \(Units.rateHint) (the /s may be left out).")
         }
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
         }
-        if output == nil, Self.defaultOutput(for: url) == nil {
+        if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
     }
 
-    static func parseRate(_ text: String) -> Int64? {
-        if let r = Units.parseRate(text) { return r }
-        guard let b = Units.parseBytes(text), b > 0 else { return nil }
-        return b
-    }
-
-    /// The last path component of the URL, without query; nil when there is none usable.
-    static func defaultOutput(for url: String) -> String? {
-        var path = Substring(url)
-        if let scheme = path.range(of: "://") { path = path[scheme.upperBound...] }
-        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
-        guard let slash = path.firstIndex(of: "/") else { return nil }
-        let name = path[slash...].split(separator: "/").last.map(String.init) ?? ""
-        guard !name.isEmpty, name != ".", name != "..", !name.hasPrefix(".") else { return nil }
-        return name
-    }
-
     func run() async throws {
-        var request = DownloadRequest(url: url, destination: output ?? Self.defaultOutput(for: url)!)
+        var request = DownloadRequest(url: url, destination: output ?? OutputName.from(url: url) ?? "")
         request.headURL = headURL
         request.segments = segments
-        request.expectedSHA256 = sha256?.lowercased()
+        request.expectedSHA256 = sha256.flatMap(ExpectedSHA256.parse)
         request.force = force
         request.resumeUnvalidated = resumeUnvalidated
-        request.rateLimit = rate.flatMap(Self.parseRate)
+        request.rateLimit = rate.flatMap(Units.parseRateLimit)
         if let every = checkpointEvery.flatMap(Units.parseBytes) { request.checkpointEveryBytes = every }
         var logger = Logger(label: "meterwise.get")
         logger.logLevel = .warning  // the printer reports progress; info logs would repeat it

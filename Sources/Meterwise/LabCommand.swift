@@ -3,6 +3,7 @@ import ConfigKit
 import Foundation
 import Lab
 import Links
+import Policy
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -45,8 +46,8 @@ struct LabCommand: AsyncParsableCommand {
     @Option(help: "Scenario seconds per real second (2 replays twice as fast).")
     var speed = 1.0
 
-    @Option(help: "The policy file the engine uses.")
-    var policy = "policies/default.yaml"
+    @Option(help: ArgumentHelp(PolicyOption.help))
+    var policy: String?
 
     @Option(help: "Who downloads inside the device namespace: engine (meterwise demo) or get (meterwise get).")
     var downloader: Downloader = .engine
@@ -101,10 +102,15 @@ struct LabCommand: AsyncParsableCommand {
             Output.error("meterwise lab: \(error.message)")
             throw ExitCode(65)
         }
-        if downloader == .engine, engineCommand == nil, !FileManager.default.fileExists(atPath: policy) {
-            Output.error("meterwise lab: no policy file at \(policy); "
-                         + "pass one with --policy PATH (e.g. policies/default.yaml)")
-            throw ExitCode(66)
+        if downloader == .engine, engineCommand == nil {
+            let source = PolicyLocator.current(explicit: policy)
+            do {
+                _ = try source.load()
+            } catch {
+                Output.error("meterwise lab: policy \(source): \(error)")
+                throw ExitCode(66)
+            }
+            Output.error("meterwise lab: policy \(source)")
         }
         let uplinks = try LabTopology.uplinks(for: loaded, fastRate: rate(fastRate), slowRate: rate(slowRate))
         let workDirectory = FileManager.default.temporaryDirectory
@@ -173,7 +179,9 @@ struct LabCommand: AsyncParsableCommand {
 
     func downloaderCommand(workDirectory: String) -> @Sendable (LabRun.Served) -> [String] {
         let output = workDirectory + "/download.bin"
-        let policy = URL(fileURLWithPath: self.policy).standardizedFileURL.path
+        // The engine child resolves the policy as this process did; an explicit path is made absolute.
+        let policyArguments = PolicyLocator.current(explicit: policy).path
+            .map { ["--policy", URL(fileURLWithPath: $0).standardizedFileURL.path] } ?? []
         let (downloader, template) = (self.downloader, self.engineCommand)
         return { served in
             if let template {
@@ -181,13 +189,13 @@ struct LabCommand: AsyncParsableCommand {
                     $0.replacingOccurrences(of: "{url}", with: served.url)
                         .replacingOccurrences(of: "{sha256}", with: served.sha256)
                         .replacingOccurrences(of: "{output}", with: output)
-                        .replacingOccurrences(of: "{policy}", with: policy)
+                        .replacingOccurrences(of: "{policy}", with: policyArguments.last ?? "")
                 }
             }
             switch downloader {
             case .engine:
                 return [Self.selfPath, "demo", "--links", "netlink", "--url", served.url, "--sha256", served.sha256,
-                        "--json", "--policy", policy, "--output", output]
+                        "--json", "--output", output] + policyArguments
             case .get:
                 return [Self.selfPath, "get", served.url, "-o", output, "--sha256", served.sha256, "--json", "--force"]
             }

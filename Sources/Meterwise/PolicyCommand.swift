@@ -9,34 +9,40 @@ struct PolicyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
         abstract: "Check and explain policies.",
-        subcommands: [Check.self, Explain.self, Bench.self]
+        subcommands: [Check.self, Explain.self]
     )
-
-    /// `./policies` when it exists, else the installed drop-in directory.
-    static func defaultPath() -> String {
-        FileManager.default.fileExists(atPath: "policies") ? "policies" : "/etc/meterwise/policies.d"
-    }
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Validate a policy file or directory; exit 1 listing every problem.",
-            discussion: "PATH defaults to ./policies, or /etc/meterwise/policies.d when ./policies does not exist.")
+            abstract: "Validate policies; exit 1 listing every problem.",
+            discussion: """
+                Each FILE is checked as the standalone policy it is; a DIRECTORY as the drop-in set it is \
+                (its *.yaml files merged in lexical order). With no PATH, checks the policy the daemon would \
+                use: $XDG_CONFIG_HOME/meterwise/policies.d (users) or /etc/meterwise/policies.d when present, \
+                else the built-in default (policies/default.yaml).
+                """)
 
-        @Argument(help: "A policy file, or a directory of *.yaml files merged in lexical order.")
-        var path: String?
+        @Argument(help: "Policy files or drop-in directories.")
+        var paths: [String] = []
 
         func run() async throws {
-            let path = path ?? PolicyCommand.defaultPath()
-            do {
-                let policy = try PolicySet.load(path: path)
-                print(
-                    "\(path): OK (\(policy.files.count) file\(policy.files.count == 1 ? "" : "s"), "
-                        + "\(policy.networks.count) network rule\(policy.networks.count == 1 ? "" : "s"), "
-                        + "\(policy.rules.count) rule\(policy.rules.count == 1 ? "" : "s"))")
-            } catch {
-                FileHandle.standardError.write(Data((error.description + "\n").utf8))
-                throw ExitCode(1)
+            let sources = paths.isEmpty
+                ? [PolicyLocator.current(explicit: nil)] : paths.map { PolicySource(path: $0, origin: .explicit) }
+            var failed = false
+            for source in sources {
+                do {
+                    let policy = try source.load()
+                    let networks = policy.networks.count, rules = policy.rules.count, files = policy.files.count
+                    Output.line(
+                        "\(source): OK (\(files) file\(files == 1 ? "" : "s"), "
+                            + "\(networks) network rule\(networks == 1 ? "" : "s"), "
+                            + "\(rules) rule\(rules == 1 ? "" : "s"))")
+                } catch {
+                    Output.error(error.description)
+                    failed = true
+                }
             }
+            if failed { throw ExitCode(1) }
         }
     }
 
@@ -48,7 +54,7 @@ struct PolicyCommand: AsyncParsableCommand {
                 --link NAME treats that link as the primary uplink. Budgets are explained as unused.
                 """)
 
-        @Option(help: "Policy file or directory (default ./policies/default.yaml, or /etc/meterwise/policies.d).")
+        @Option(help: ArgumentHelp(PolicyOption.help))
         var policy: String?
         @Option(help: "Explain as if this link were the primary uplink.")
         var link: String?
@@ -98,13 +104,9 @@ struct PolicyCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            // ./policies holds alternative examples, so explain picks the default one of them.
-            let policyPath =
-                policy
-                ?? (FileManager.default.fileExists(atPath: "policies/default.yaml")
-                    ? "policies/default.yaml" : PolicyCommand.defaultPath())
+            let source = PolicyLocator.current(explicit: policy)
             let policySet: PolicySet
-            do { policySet = try PolicySet.load(path: policyPath) } catch {
+            do { policySet = try source.load() } catch {
                 FileHandle.standardError.write(Data((error.description + "\n").utf8))
                 throw ExitCode(1)
             }
@@ -138,7 +140,11 @@ struct PolicyCommand: AsyncParsableCommand {
             let now = time.flatMap(Self.instant) ?? Date()
             let explanation = policySet.explain(
                 job: job, snapshot: snapshot, usage: Usage(), now: now, timeZone: .current)
-            print(json ? explanation.json() : explanation.text)
+            if json {
+                Output.line(explanation.json(policy: source.description))
+            } else {
+                Output.line("policy: \(source)\n" + explanation.text)
+            }
         }
 
         /// The snapshot with `name` up and holding the best default route, so the rules look at it.

@@ -142,8 +142,8 @@ final class ProgressPrinter: Sendable {
         var terminal = false
         switch event {
         case .started(let total, let resumed, let segments):
-            fields = [("event", .string("started")), ("totalBytes", total.map { .int($0) } ?? .null),
-                      ("resumedBytes", .int(resumed)), ("segments", .int(Int64(segments)))]
+            fields = [("event", .string("started")), ("total_bytes", total.map { .int($0) } ?? .null),
+                      ("resumed_bytes", .int(resumed)), ("segments", .int(Int64(segments)))]
         case .progress(let p):
             guard due(every: 0.5) else { return false }
             fields = [("event", .string("progress"))] + progressFields(p)
@@ -151,21 +151,21 @@ final class ProgressPrinter: Sendable {
             fields = [("event", .string("restarted")), ("reason", .string(reason))]
         case .retrying(let attempt, let delay, let reason):
             fields = [("event", .string("retrying")), ("attempt", .int(Int64(attempt))),
-                      ("delayMs", .int(Int64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000))),
+                      ("delay_ms", .int(Int64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000))),
                       ("reason", .string(reason))]
         case .warning(let text):
             fields = [("event", .string("warning")), ("message", .string(text))]
         case .checkpointed(let done):
-            fields = [("event", .string("checkpointed")), ("bytesDone", .int(done))]
+            fields = [("event", .string("checkpointed")), ("bytes_done", .int(done))]
         case .paused(let p):
             fields = [("event", .string("paused")), ("state", .string("paused"))] + progressFields(p)
                 + [("message", .string("Run the same command again to resume."))]
             terminal = true
         case .completed(let r):
             fields = [("event", .string("completed")), ("state", .string("completed")), ("path", .string(r.path)),
-                      ("sha256", .string(r.sha256)), ("totalBytes", .int(r.totalBytes)),
-                      ("bytesFetched", .int(r.bytesFetched)), ("refetchedBytes", .int(r.refetchedBytes)),
-                      ("resumedBytes", .int(r.resumedBytes))]
+                      ("sha256", .string(r.sha256)), ("total_bytes", .int(r.totalBytes)),
+                      ("bytes_fetched", .int(r.bytesFetched)), ("refetched_bytes", .int(r.refetchedBytes)),
+                      ("resumed_bytes", .int(r.resumedBytes))]
             terminal = true
         case .cancelled:
             fields = [("event", .string("cancelled")), ("state", .string("cancelled"))]
@@ -180,9 +180,9 @@ final class ProgressPrinter: Sendable {
     }
 
     private func progressFields(_ p: DownloadProgress) -> [(String, JSONValue)] {
-        [("bytesDone", .int(p.bytesDone)), ("totalBytes", p.totalBytes.map { .int($0) } ?? .null),
-         ("bytesFetched", .int(p.bytesFetched)), ("bytesPerSecond", .int(Int64(p.bytesPerSecond))),
-         ("activeSegments", .int(Int64(p.activeSegments)))]
+        [("bytes_done", .int(p.bytesDone)), ("total_bytes", p.totalBytes.map { .int($0) } ?? .null),
+         ("bytes_fetched", .int(p.bytesFetched)), ("bytes_per_second", .int(Int64(p.bytesPerSecond))),
+         ("active_segments", .int(Int64(p.activeSegments)))]
     }
 }
 

@@ -38,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard let bytes = Units.parseBytes(size), bytes > 0 else {
             throw ValidationError("--size \(size) is not a size; \(Units.bytesHint).")
         }
-        if let rate, GetCommand.parseRate(rate) == nil {
+        if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("--rate \(rate) is not a rate; \(Units.rateHint).")
         }
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
@@ -46,7 +46,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let content = RangeContent.generated(size: Units.parseBytes(size)!, seed: seed)
-        let faults: [RangeFault] = rate.flatMap(GetCommand.parseRate).map { [.throttle(bytesPerSecond: Int($0))] } ?? []
+        let faults: [RangeFault] = rate.flatMap(Units.parseRateLimit).map { [.throttle(bytesPerSecond: Int($0))] } ?? []
         let signals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { signals.stop() }
         let server = try await RangeServer.start(host: host, port: port, content: content, faults: faults)

@@ -3,52 +3,8 @@ import Links
 
 /// How `meterwise links` prints snapshots: a table, change lines, or JSON.
 enum SnapshotFormat {
-    struct LinkJSON: Encodable {
-        var index: Int
-        var name: String
-        var kind: String
-        var kindSource: String
-        var operstate: String
-        var up: Bool
-        var running: Bool
-        var lowerUp: Bool
-        var mtu: Int
-        var mac: String?
-        var ssid: String?
-        var addresses: [String]
-        var primary: Bool
-    }
-
-    struct RouteJSON: Encodable {
-        var family: String
-        var link: String
-        var metric: Int
-        var gateway: String?
-    }
-
-    struct SnapshotJSON: Encodable {
-        var at: String?
-        var sequence: UInt64
-        var links: [LinkJSON]
-        var primary: String?
-        var defaultRoutes: [RouteJSON]
-    }
-
     static func json(_ snapshot: LinkSnapshot, at: Date? = nil) -> String {
-        let primary = snapshot.primary?.name
-        let document = SnapshotJSON(
-            at: at.map(timestamp),
-            sequence: snapshot.sequence,
-            links: snapshot.links.map {
-                LinkJSON(index: $0.index, name: $0.name, kind: $0.kind.rawValue, kindSource: $0.kindSource,
-                         operstate: $0.operstate, up: $0.up, running: $0.running, lowerUp: $0.lowerUp, mtu: $0.mtu,
-                         mac: $0.mac, ssid: $0.ssid, addresses: $0.addresses, primary: $0.name == primary)
-            },
-            primary: primary,
-            defaultRoutes: snapshot.defaultRoutes.map {
-                RouteJSON(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)
-            })
-        return encode(document)
+        encode(LinkSnapshotDocument(snapshot, at: at.map(timestamp)))
     }
 
     static func encode(_ value: some Encodable) -> String {

@@ -34,15 +34,15 @@ final class TimelinePrinter: Sendable {
 
     var elapsed: Double { start.duration(to: clock.now).seconds }
 
-    func header(source: String, size: Int64, policy: PolicySet, links: String) {
+    func header(source: String, size: Int64, policy: PolicySet, policySource: PolicySource, links: String) {
         state.withLock { $0.policy = policy }
         if json {
             emit(["event": "start", "url": RedactedURL.redact(source), "size": size, "links": links,
-                  "policy": policy.files])
+                  "policy": policySource.description, "policy_files": policy.files])
             return
         }
         line("meterwise demo: \(Units.formatBytes(size)) from \(RedactedURL.redact(source))")
-        line("policy: \(policy.files.joined(separator: ", "))   links: \(links)")
+        line("policy: \(policySource)   links: \(links)")
         line("")
     }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ConfigKit
 import Links
 
 /// Reads the sysfs facts classification needs for one link: DEVTYPE, wireless dirs, driver.

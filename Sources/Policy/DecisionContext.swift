@@ -47,149 +47,68 @@ public struct DecisionContext: Sendable {
         self.timeZone = timeZone
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
+
         let primary = snapshot.primary
-        self.primary = primary
         let primaryClass = primary.map { policy.classify(link: $0) }
+        self.primary = primary
         self.primaryClass = primaryClass
-        var uplinks = snapshot.uplinks.filter { $0.name != primary?.name }.map { ($0, policy.classify(link: $0)) }
-        if let primary, let primaryClass { uplinks.insert((primary, primaryClass), at: 0) }
-        self.uplinks = uplinks
+        self.uplinks = Self.classifiedUplinks(of: snapshot, policy: policy, primary: primary, primaryClass: primaryClass)
+        self.linkReasons = Self.linkReasons(primary: primary, primaryClass: primaryClass)
 
-        if let primary, let primaryClass {
-            var text =
-                "primary uplink \(primary.name) (\(primary.kind.rawValue)) is \(primaryClass.metered ? "metered" : "not metered")"
-            if primaryClass.roaming { text += ", roaming" }
-            if !primaryClass.labels.isEmpty { text += ", labels " + primaryClass.labels.joined(separator: ", ") }
-            linkReasons = [text + ": " + primaryClass.sources.joined(separator: "; then ")]
-        } else {
-            linkReasons = ["no usable uplink (no link that is up has a default route)"]
-        }
-
-        let local = calendar.dateComponents([.weekday, .hour, .minute], from: now)
-        let weekday = local.weekday ?? 1
-        let minute = (local.hour ?? 0) * 60 + (local.minute ?? 0)
-        let clock = TimeWindow.clock(minute) + " " + TimeWindow.dayNames[weekday - 1]
-
+        let facts = RuleFacts(
+            primary: primary, primaryClass: primaryClass, uplinks: uplinks, usage: usage, now: now,
+            calendar: calendar)
         var states: [RuleState] = []
         var nextChanges: [Date?] = []
         var earliest: Date?
         for rule in policy.rules {
-            var s = RuleState(misses: [], passes: [], allowedLinks: [])
-            let c = rule.when
-            func test(_ ok: Bool, pass: @autoclosure () -> String, miss: @autoclosure () -> String) {
-                if ok { s.passes.append(pass()) } else { s.misses.append(miss()) }
-            }
-            let usesLink =
-                c.metered != nil || !c.kinds.isEmpty || !c.labels.isEmpty || !c.links.isEmpty || c.roaming != nil
-            if usesLink {
-                if let primary, let net = primaryClass {
-                    if let m = c.metered {
-                        test(
-                            net.metered == m, pass: "metered is \(m ? "yes" : "no")",
-                            miss:
-                                "\(primary.name) is \(net.metered ? "metered" : "not metered"), the rule wants metered: \(m ? "yes" : "no")"
-                        )
-                    }
-                    if !c.kinds.isEmpty {
-                        let kinds = c.kinds.map(\.rawValue).joined(separator: "|")
-                        test(
-                            c.kinds.contains(primary.kind), pass: "kind \(primary.kind.rawValue) is \(kinds)",
-                            miss: "\(primary.name) is kind \(primary.kind.rawValue), not \(kinds)")
-                    }
-                    if !c.labels.isEmpty {
-                        let missing = c.labels.filter { !net.labels.contains($0) }
-                        test(
-                            missing.isEmpty, pass: "labels " + c.labels.joined(separator: ", "),
-                            miss: "\(primary.name) lacks label\(missing.count == 1 ? "" : "s") "
-                                + missing.joined(separator: ", "))
-                    }
-                    if !c.links.isEmpty {
-                        let names = c.links.map(\.pattern).joined(separator: ", ")
-                        test(
-                            c.links.contains { $0.matches(primary.name) },
-                            pass: "link \(primary.name) matches \(names)",
-                            miss: "link \(primary.name) matches none of \(names)")
-                    }
-                    if let r = c.roaming {
-                        test(
-                            net.roaming == r, pass: "roaming is \(r ? "yes" : "no")",
-                            miss:
-                                "\(primary.name) is \(net.roaming ? "roaming" : "not roaming"), the rule wants roaming: \(r ? "yes" : "no")"
-                        )
-                    }
-                } else {
-                    s.misses.append("there is no primary uplink to test")
-                }
-            }
-            if !c.windows.isEmpty {
-                let windows = c.windows.map(\.description).joined(separator: ", ")
-                test(
-                    c.windows.contains { $0.contains(weekday: weekday, minute: minute) },
-                    pass: "local time \(clock) is in \(windows)", miss: "local time \(clock) is outside \(windows)")
-                for window in c.windows {
-                    if let next = Self.nextBoundary(of: window, after: now, calendar: calendar) {
-                        earliest = earliest.map { min($0, next) } ?? next
-                    }
-                }
-            }
-            if let budget = rule.budget {
-                let period = budget.period(containing: now, calendar: calendar)
-                let key = Budget.key(name: budget.name, start: period.start)
-                let left = budget.bytes - usage.used(key)
-                s.budgetKey = key
-                let resets = Self.localStamp(period.end, calendar: calendar)
-                s.budgetNote =
-                    "budget \(budget.name): \(Units.formatBytes(max(0, budget.bytes - left))) of "
-                    + "\(Units.formatBytes(budget.bytes)) used this \(budget.period.rawValue) period, resets \(resets)"
-                test(
-                    left > 0, pass: "budget \(budget.name) has \(Units.formatBytes(left)) left",
-                    miss:
-                        "budget \(budget.name) is used up (\(Units.formatBytes(budget.bytes)) this \(budget.period.rawValue) period), resets \(resets)"
-                )
-                if let test2 = c.budgetLeft {
-                    test(
-                        test2.matches(left), pass: "budget left \(Units.formatBytes(left)) is \(test2)",
-                        miss: "budget left \(Units.formatBytes(max(0, left))) is not \(test2)")
-                }
-                earliest = earliest.map { min($0, period.end) } ?? period.end
-            }
-            if rule.action != .pause {
-                if let primary, let net = primaryClass, net.metered, !rule.allowsMetered, s.misses.isEmpty {
-                    s.misses.append(
-                        "\(primary.name) is metered and this rule does not allow metered links "
-                            + "(add `metered: yes` or `allow_metered: yes` to its when, or `via: any`)")
-                }
-                switch rule.effectiveVia {
-                case .any: s.allowedLinks = uplinks.map(\.0.name)
-                case .unmetered: s.allowedLinks = uplinks.filter { !$0.1.metered }.map(\.0.name)
-                case .link(let name): s.allowedLinks = uplinks.contains { $0.0.name == name } ? [name] : []
-                }
-                if s.allowedLinks.isEmpty, s.misses.isEmpty {
-                    s.misses.append("`via: \(rule.effectiveVia)` leaves no usable uplink")
-                }
-            }
-            states.append(s)
+            let (state, next) = facts.state(of: rule)
+            if let next { earliest = earliest.map { min($0, next) } ?? next }
+            states.append(Self.withMatchedReasons(state, rule: rule, linkReasons: linkReasons))
             nextChanges.append(earliest)
-        }
-        for (index, rule) in policy.rules.enumerated() {
-            var s = states[index]
-            if rule.action == .throttle, let rate = rule.rate {
-                s.matchedTail.append("throttled to \(Units.formatBytes(rate))/s")
-            }
-            if rule.action != .pause {
-                s.matchedTail.append(
-                    "may use " + s.allowedLinks.joined(separator: ", ") + " (via \(rule.effectiveVia))")
-            }
-            if let note = s.budgetNote { s.matchedTail.append(note) }
-            s.matchedTail += linkReasons
-            if !Self.hasJobTests(rule.when) { s.matchedHead = Self.head(rule.name, s.passes) }
-            states[index] = s
         }
         self.states = states
         self.nextChanges = nextChanges
         self.fallback = Self.defaultDecision(
             policy: policy, primary: primary, primaryClass: primaryClass, uplinks: uplinks,
             next: nextChanges.last ?? nil, linkReasons: linkReasons)
+    }
+
+    /// Every usable uplink with its class, the primary first.
+    static func classifiedUplinks(
+        of snapshot: LinkSnapshot, policy: PolicySet, primary: Link?, primaryClass: NetworkClass?
+    ) -> [(link: Link, network: NetworkClass)] {
+        var uplinks = snapshot.uplinks.filter { $0.name != primary?.name }.map { ($0, policy.classify(link: $0)) }
+        if let primary, let primaryClass { uplinks.insert((primary, primaryClass), at: 0) }
+        return uplinks
+    }
+
+    /// The reason every decision ends with: what the primary uplink is and why.
+    static func linkReasons(primary: Link?, primaryClass: NetworkClass?) -> [String] {
+        guard let primary, let primaryClass else {
+            return ["no usable uplink (no link that is up has a default route)"]
+        }
+        var text = "primary uplink \(primary.name) (\(primary.kind.rawValue)) is "
+            + (primaryClass.metered ? "metered" : "not metered")
+        if primaryClass.roaming { text += ", roaming" }
+        if !primaryClass.labels.isEmpty { text += ", labels " + primaryClass.labels.joined(separator: ", ") }
+        return [text + ": " + primaryClass.sources.joined(separator: "; then ")]
+    }
+
+    /// Adds what a match of `rule` says after its first reason: rate, links, budget, the link's class.
+    static func withMatchedReasons(_ state: RuleState, rule: Rule, linkReasons: [String]) -> RuleState {
+        var state = state
+        if rule.action == .throttle, let rate = rule.rate {
+            state.matchedTail.append("throttled to \(Units.formatBytes(rate))/s")
+        }
+        if rule.action != .pause {
+            state.matchedTail.append(
+                "may use " + state.allowedLinks.joined(separator: ", ") + " (via \(rule.effectiveVia))")
+        }
+        if let note = state.budgetNote { state.matchedTail.append(note) }
+        state.matchedTail += linkReasons
+        if !hasJobTests(rule.when) { state.matchedHead = head(rule.name, state.passes) }
+        return state
     }
 
     static func hasJobTests(_ c: Condition) -> Bool {

@@ -69,16 +69,19 @@ public struct Explanation: Sendable, Hashable {
 
     /// `{"action": ..., "rule": ..., "rate": ..., "reasons": [...], ...}` with sorted keys; `rule` and
     /// `rate` are null when they do not apply.
-    public func json() -> String {
+    /// `policy`, when given, names where the policy came from (`PolicySource`).
+    public func json(policy: String? = nil) -> String {
         struct Body: Encodable {
             var explanation: Explanation
+            var policy: String?
             enum Keys: String, CodingKey {
-                case action, rule, rate, reasons, links, link, metered, labels, roaming, skipped
+                case action, rule, rate, reasons, links, link, metered, labels, roaming, skipped, policy
                 case next_change, budget_key
             }
             func encode(to encoder: any Encoder) throws {
                 let e = explanation
                 var c = encoder.container(keyedBy: Keys.self)
+                try c.encodeIfPresent(policy, forKey: .policy)
                 try c.encode(e.decision.action.rawValue, forKey: .action)
                 try c.encode(e.decision.rule, forKey: .rule)
                 try c.encode(e.decision.rate, forKey: .rate)
@@ -96,7 +99,7 @@ public struct Explanation: Sendable, Hashable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(Body(explanation: self)) else { return "{}" }
+        guard let data = try? encoder.encode(Body(explanation: self, policy: policy)) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -12,6 +12,12 @@ public struct JobInfo: Sendable, Hashable, Codable {
     /// The job's permission to use roaming links; nil when the job does not say (counts as no).
     public var allowRoaming: Bool?
 
+    /// The JSON contract is snake_case (docs/api.md).
+    enum CodingKeys: String, CodingKey {
+        case id, size, priority, tags
+        case allowMetered = "allow_metered", allowRoaming = "allow_roaming"
+    }
+
     public init(
         id: String = "", size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
         allowRoaming: Bool? = nil

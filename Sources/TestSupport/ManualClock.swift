@@ -28,6 +28,10 @@ public final class ManualClock: Clock, Sendable {
     /// How many tasks are sleeping on this clock right now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The deadlines tasks are sleeping until, earliest first: a test sees *when* the code under test will
+    /// act next, instead of sleeping to find out that it did not act yet.
+    public var deadlines: [Instant] { state.withLock { $0.sleepers.map(\.deadline).sorted() } }
+
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1

@@ -1,12 +1,33 @@
 import Foundation
 import Lab
+import Testing
 
-/// Kernel tests that cannot run here say why, on stderr, instead of skipping silently.
-public enum KernelTestGate {
-    /// Nil when network namespaces are usable; otherwise the reason, already printed.
-    public static func skipReason(_ test: String) -> String? {
-        guard let reason = Netns.unavailableReason() else { return nil }
-        FileHandle.standardError.write(Data("SKIPPED \(test): \(reason)\n".utf8))
-        return reason
+/// What a test needs from the machine, as Swift Testing traits: a test that cannot run here is reported
+/// as *skipped* with the reason, never as passed. `.ci/test` fails when, as root, any test was skipped.
+public enum TestNeeds {
+    /// Why network-namespace (kernel) tests cannot run here, or nil when they can.
+    public static let kernelUnavailable: String? = Netns.unavailableReason()
+    /// Why tests against a real nginx cannot run here, or nil when they can.
+    public static let nginxUnavailable: String? = Nginx.unavailableReason
+    /// Why tests of the built binary cannot run here, or nil when they can.
+    public static let binaryUnavailable: String? =
+        FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
+        ? nil : "\(RepoPaths.binary) is not built: run `swift build` before `swift test`"
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Needs root and network namespaces (the kernel lab).
+    public static var needsKernel: Self {
+        .enabled(if: TestNeeds.kernelUnavailable == nil, Comment(rawValue: "kernel: \(TestNeeds.kernelUnavailable ?? "")"))
+    }
+
+    /// Needs Debian's nginx (`apt-get install nginx-light`).
+    public static var needsNginx: Self {
+        .enabled(if: TestNeeds.nginxUnavailable == nil, Comment(rawValue: "nginx: \(TestNeeds.nginxUnavailable ?? "")"))
+    }
+
+    /// Needs the built `meterwise` binary.
+    public static var needsBinary: Self {
+        .enabled(if: TestNeeds.binaryUnavailable == nil, Comment(rawValue: "binary: \(TestNeeds.binaryUnavailable ?? "")"))
     }
 }

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The checkpoint beside the partial file: everything needed to resume, versioned (docs/checkpoint.md).
 public struct Checkpoint: Codable, Sendable, Equatable {
     /// The format written by this version.
@@ -51,6 +57,14 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     /// Verified data in the partial file, in offset order.
     public var pieces: [Piece]
 
+
+    /// Keys are snake_case like every JSON Meterwise writes; `CheckpointFile` still reads the camelCase
+    /// keys of older checkpoints.
+    enum CodingKeys: String, CodingKey {
+        case format, version, url, destination, validators, segments, pieces
+        case totalBytes = "total_bytes", acceptRanges = "accept_ranges", chunkSize = "chunk_size"
+    }
+
     /// Creates a checkpoint of the current version.
     public init(
         url: String, destination: String, validators: Validators, totalBytes: Int64?, acceptRanges: Bool,
@@ -70,4 +84,36 @@ public struct Checkpoint: Codable, Sendable, Equatable {
 
     /// Bytes covered by pieces.
     public var bytesDone: Int64 { pieces.reduce(0) { $0 + $1.length } }
+
+    /// Decodes a checkpoint file, today's snake_case keys or the camelCase keys older versions wrote
+    /// (`totalBytes`, `chunkSize`, ...), so a partial download from an older version still resumes.
+    public static func decode(_ data: Data) throws -> Checkpoint {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .custom { path in
+            LegacyKey(snakeCase(path.last?.stringValue ?? ""))
+        }
+        return try decoder.decode(Checkpoint.self, from: data)
+    }
+
+    /// `chunkSize` -> `chunk_size`; snake_case keys are returned as they are.
+    static func snakeCase(_ key: String) -> String {
+        var out = ""
+        for character in key {
+            if character.isUppercase {
+                if !out.isEmpty { out.append("_") }
+                out += character.lowercased()
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+
+    private struct LegacyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
 }

@@ -15,7 +15,7 @@ enum CheckpointFile {
     static func read(path: String) -> (Checkpoint?, unreadable: Bool) {
         guard let data = FileIO.readAll(path: path, limit: 64 << 20) else { return (nil, false) }
         do {
-            return (try JSONDecoder().decode(Checkpoint.self, from: Data(data)), false)
+            return (try Checkpoint.decode(Data(data)), false)
         } catch {
             return (nil, true)
         }

@@ -2,9 +2,10 @@ import Dispatch
 import NIOCore
 import Synchronization
 
-/// Moves disk writes, chunk hashing and checkpoints off the network path: buffers are queued (at most
-/// about 2 MiB) to one serial writer thread using `pwrite`, so the connection keeps reading while the
-/// disk works. Checkpoints are written by the same thread after an fsync of the data.
+/// Moves disk writes, hashing and checkpoints off the network path, on three serial dispatch queues:
+/// the writer queue `pwrite`s buffers (at most about 2 MiB queued, then `write` waits) and hashes chunks;
+/// the digest queue feeds the in-order whole-file digest; the checkpoint queue fsyncs the data and then
+/// writes the checkpoint that describes it, while the writer queue goes on writing.
 final class FileWriter: Sendable {
     struct State {
         var queued = 0

@@ -100,7 +100,7 @@ public enum ResponseDecision: Sendable, Equatable {
 }
 
 /// Classifies a response head against the request and the checkpoint: the resume protocol as a pure
-/// function (the table in issue 3 and docs/checkpoint.md).
+/// function (the table in docs/checkpoint.md).
 public enum ResponseClassifier {
     /// - Parameters:
     ///   - head: the response head.

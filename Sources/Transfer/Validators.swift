@@ -6,6 +6,12 @@ public struct Validators: Sendable, Equatable, Codable {
     /// The Last-Modified header as the server sent it.
     public var lastModified: String?
 
+
+    enum CodingKeys: String, CodingKey {
+        case etag
+        case lastModified = "last_modified"
+    }
+
     /// Longest header value kept; longer ones are ignored as hostile.
     static let maxValueLength = 1024
 

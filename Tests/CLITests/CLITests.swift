@@ -27,7 +27,7 @@ import Testing
             #expect(links.contains { $0["name"] as? String == "eth0" && $0["kind"] as? String == "ethernet" })
         }
         #expect(object?.keys.contains("primary") == true)
-        #expect(object?["defaultRoutes"] is [Any])
+        #expect(object?["default_routes"] is [Any])
     }
 
     @Test func scenarioWatchShowsPrimaryMoves() throws {
@@ -58,8 +58,7 @@ import Testing
 
     /// The must-show of the foundation issue: in a namespace with wlan0 and wwan0, `links --watch --json`
     /// prints a change after `ip link set wlan0 down`, and the primary moves to wwan0.
-    @Test func watchInNamespaceSeesLinkDown() async throws {
-        if KernelTestGate.skipReason("watchInNamespaceSeesLinkDown") != nil { return }
+    @Test(.needsKernel) func watchInNamespaceSeesLinkDown() async throws {
         let uplinks = try VethUplinks.create(prefix: "mwcli")
         defer { uplinks.delete() }
         let watcher = try LineCollector(["/usr/sbin/ip", "netns", "exec", uplinks.device.name, RepoPaths.binary,

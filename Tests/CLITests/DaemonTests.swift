@@ -78,7 +78,7 @@ import Testing
         // Let every transfer make progress and checkpoint, then kill the daemon outright.
         #expect(await eventually(timeout: .seconds(20)) {
             let jobs = (try? daemon.jobs()) ?? []
-            return jobs.count == 3 && (0..<3).allSatisfy { (Self.job(jobs, $0)["bytesDone"] as? Int ?? 0) > 1 << 20 }
+            return jobs.count == 3 && (0..<3).allSatisfy { (Self.job(jobs, $0)["bytes_done"] as? Int ?? 0) > 1 << 20 }
         }, "transfers did not progress")
         daemon.kill(SIGKILL)
         try? FileManager.default.removeItem(atPath: daemon.socket)

@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import Links
+import MeterwiseClient
 import Policy
 import RangeServer
 import Synchronization

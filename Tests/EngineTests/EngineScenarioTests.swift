@@ -34,11 +34,8 @@ import Testing
             let next = events[(switchIndex + 1)...].filter { if case .progress = $0 { false } else { true } }
             #expect(next.first?.isDecision == true)
             #expect(next.dropFirst().first?.isPaused == true)
-            // No more bytes are read once paused.
+            // No more bytes are read once paused: every connection is closed.
             #expect(await h.until { h.server.openConnections == 0 })
-            let served = h.server.bytesServed
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(h.server.bytesServed == served)
             let leaked = h.engine.accounting.bytesByLink["wwan0", default: 0]
             #expect(leaked <= 256 << 10, "bytes counted on the metered link after the switch: \(leaked)")
         }
@@ -51,10 +48,15 @@ import Testing
             #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 256 << 10 })
             h.monitor.send(up: ["wwan0"], primary: "wwan0")
             #expect(try await h.until { try await h.state(job.id) == .waiting })
+            let back = h.clock.now
             h.monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
             #expect(await h.until { h.events.contains { if case .waiting = $0 { true } else { false } } })
+            // The engine waits on the clock for exactly resume_after (5 s) after the Wi-Fi came back...
+            let resumeAt = back.advanced(by: .seconds(5))
+            #expect(await h.until { h.clock.deadlines.contains(resumeAt) }, "no wake at resume_after: \(h.clock.deadlines)")
+            #expect(h.clock.deadlines.allSatisfy { $0 >= resumeAt }, "a wake before resume_after: \(h.clock.deadlines)")
+            // ...so 4 s later nothing has woken it, and it has not started again.
             h.clock.advance(by: .seconds(4))
-            try await Task.sleep(for: .milliseconds(100))
             #expect(h.count(\.isStarted) == 1, "resumed before resume_after")
             h.clock.advance(by: .seconds(1))
             #expect(await h.until { h.count(\.isStarted) == 2 })
@@ -107,9 +109,12 @@ import Testing
             let job = try await h.add()
             #expect(try await h.until { try await h.state(job.id) == .waiting })
             #expect(h.count(\.isStarted) == 0)
+            // The engine's next wake is the window's opening, 01:00:00 (2 s in), and nothing earlier.
+            let opens = h.clock.now.advanced(by: .seconds(2))
+            #expect(await h.until { h.clock.deadlines.first == opens }, "next wake: \(h.clock.deadlines)")
             h.clock.advance(by: .seconds(1))
-            try await Task.sleep(for: .milliseconds(50))
             #expect(h.count(\.isStarted) == 0, "ran before 01:00")
+            #expect(h.clock.deadlines.first == opens)
             h.clock.advance(by: .seconds(1))
             #expect(try await h.until { try await h.state(job.id) == .completed })
             #expect(try await h.engine.status(job.id).job.rule == "night")
@@ -153,8 +158,10 @@ import Testing
             try await h.engine.pause(job.id)
             #expect(try await h.until { try await h.state(job.id) == .paused })
             h.monitor.send(up: ["wlan0", "eth0"], primary: "eth0")
-            try await Task.sleep(for: .milliseconds(50))
+            // Once the engine has published the new links it has decided every job again (one actor turn).
+            #expect(await h.until { h.events.contains { if case let .links(s) = $0 { s.primary?.name == "eth0" } else { false } } })
             #expect(try await h.state(job.id) == .paused)
+            #expect(h.count(\.isStarted) == 1)
             try await h.engine.resume(job.id)
             #expect(try await h.until { try await h.state(job.id) == .completed })
         }

@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import MeterwiseClient
 import Policy
 import Testing
 

@@ -5,17 +5,10 @@ import TestSupport
 import Testing
 
 /// The built binary's `serve` and `lab` commands, run the way the lab runs them.
-@Suite struct LabCommandTests {
-    func binaryOrSkip(_ test: String) -> String? {
-        guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
-            skip(test, "\(RepoPaths.binary) is not built (swift build)")
-            return nil
-        }
-        return RepoPaths.binary
-    }
+@Suite(.needsBinary) struct LabCommandTests {
+    let binary = RepoPaths.binary
 
     @Test func servePrintsItsURLAndContentHashThenStopsOnSIGTERM() async throws {
-        guard let binary = binaryOrSkip("servePrintsItsURLAndContentHashThenStopsOnSIGTERM") else { return }
         let server = try ChildProcess([binary, "serve", "--host", "127.0.0.1", "--port", "0", "--size", "1MiB",
                                        "--seed", "7"])
         defer { server.stop() }
@@ -36,25 +29,16 @@ import Testing
         #expect(await server.waitForExit() == 0)
     }
 
-    @Test func labWithoutRootSaysHowToRunIt() throws {
-        guard let binary = binaryOrSkip("labWithoutRootSaysHowToRunIt") else { return }
-        guard getuid() == 0, Command.exists("setpriv") else {
-            skip("labWithoutRootSaysHowToRunIt", "needs root and setpriv to drop to nobody")
-            return
-        }
+    @Test(.enabled(if: getuid() == 0 && Command.exists("setpriv"), "needs root and setpriv to drop to nobody"))
+    func labWithoutRootSaysHowToRunIt() throws {
         let run = try BinaryRun.run(["--reuid", "65534", "--regid", "65534", "--clear-groups", binary, "lab"],
                                     executable: "/usr/bin/setpriv")
-        guard !run.stderr.contains("Permission denied") else {
-            skip("labWithoutRootSaysHowToRunIt", "nobody cannot run \(binary)")
-            return
-        }
+        try #require(!run.stderr.contains("Permission denied"), "nobody cannot run \(binary): build in a directory others can read")
         #expect(run.status == 77)
         #expect(run.stderr.contains("needs root") && run.stderr.contains("sudo"))
     }
 
-    @Test func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
-        let name = "labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces"
-        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
+    @Test(.needsKernel) func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
         let scenario = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabcli-\(getpid()).yaml").path
         try """
             name: short
@@ -85,14 +69,7 @@ import Testing
 
     /// The engine's dual-uplink mechanism, proven by the kernel's counters: wwan0 is the primary all
     /// along, the policy allows only unmetered links, and the bytes arrive on wlan0.
-    @Test func engineKeepsToWlanWhileMeteredWwanIsPrimary() throws {
-        let name = "engineKeepsToWlanWhileMeteredWwanIsPrimary"
-        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
-        let help = try BinaryRun.run(["demo", "--help"], executable: binary)
-        guard help.stdout.contains("--links") else {
-            skip(name, "this build's `meterwise demo` has no --links netlink (the engine is not merged)")
-            return
-        }
+    @Test(.needsKernel) func engineKeepsToWlanWhileMeteredWwanIsPrimary() throws {
         let run = try BinaryRun.run(
             ["lab", RepoPaths.file("scenarios/dual-uplink.yaml"), "--size", "8MiB", "--json",
              "--policy", RepoPaths.file("bench/engine/dual-uplink-policy.yaml")],
@@ -109,15 +86,9 @@ import Testing
         #expect((engine["wwan0"] ?? 0) == 0)
     }
 
-    /// Issue 5's "must show" in the kernel: commute (sped up 4x), a verified sha256, wwan0 ≤ 256 KiB, and
+    /// The commute scenario in the kernel (sped up 4x), a verified sha256, wwan0 ≤ 256 KiB, and
     /// the engine paused while wwan0 was the primary.
-    @Test func commuteInTheKernelPausesOnCellular() throws {
-        let name = "commuteInTheKernelPausesOnCellular"
-        guard let binary = binaryOrSkip(name), KernelTestGate.skipReason(name) == nil else { return }
-        guard try BinaryRun.run(["demo", "--help"], executable: binary).stdout.contains("--links") else {
-            skip(name, "this build's `meterwise demo` has no --links netlink (the engine is not merged)")
-            return
-        }
+    @Test(.needsKernel) func commuteInTheKernelPausesOnCellular() throws {
         let run = try BinaryRun.run(
             ["lab", RepoPaths.file("scenarios/commute.yaml"), "--size", "16MiB", "--speed", "4", "--json",
              "--policy", RepoPaths.file("policies/default.yaml")],

@@ -6,7 +6,7 @@ import Testing
 
 /// Kernel tests (root): each builds its own lab topology and removes it after. Where namespaces cannot
 /// be used they print `SKIPPED <test>: <reason>` on stderr and pass.
-@Suite struct LabKernelTests {
+@Suite(.needsKernel, .needsBinary) struct LabKernelTests {
     static let twoLinks = """
         name: two
         links:
@@ -20,11 +20,6 @@ import Testing
     /// `meterwise serve` running in the internet namespace.
     func withLab(_ name: String, primary: String = "wlan0", size: String = "512KiB",
                  _ body: (LabTopology, LabRun.Served) async throws -> Void) async throws {
-        if KernelTestGate.skipReason(name) != nil { return }
-        guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
-            skip(name, "\(RepoPaths.binary) is not built (swift build)")
-            return
-        }
         let scenario = try ScenarioParser.parse(Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: primary),
                                                 file: "two.yaml")
         let uplinks = try LabTopology.uplinks(for: scenario)
@@ -88,7 +83,6 @@ import Testing
     }
 
     @Test func driverReplaysScenarioIntoKernelRoutes() async throws {
-        if KernelTestGate.skipReason("driverReplaysScenarioIntoKernelRoutes") != nil { return }
         for name in ["commute", "dual-uplink", "flapping"] {
             let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
             let uplinks = try LabTopology.uplinks(for: scenario)
@@ -124,7 +118,6 @@ import Testing
     }
 
     @Test func teardownLeavesNoNamespace() throws {
-        if KernelTestGate.skipReason("teardownLeavesNoNamespace") != nil { return }
         let topology = try LabTopology.create(uplinks: RoutePlanTests.uplinks, prefix: "mwlabtest")
         let listed = try Command.run(["ip", "netns", "list"])
         #expect(listed.contains(topology.device.name) && listed.contains(topology.internet.name))
@@ -134,12 +127,6 @@ import Testing
     }
 
     @Test func labRunWithGetReportsKernelCountersAndCleansUp() async throws {
-        let name = "labRunWithGetReportsKernelCountersAndCleansUp"
-        if KernelTestGate.skipReason(name) != nil { return }
-        guard FileManager.default.isExecutableFile(atPath: RepoPaths.binary) else {
-            skip(name, "\(RepoPaths.binary) is not built (swift build)")
-            return
-        }
         let scenario = try ScenarioParser.parse("""
             name: short
             links:
@@ -171,8 +158,6 @@ import Testing
     }
 
     @Test func cancelledLabRunStopsItsChildrenAndRemovesNamespaces() async throws {
-        let name = "cancelledLabRunStopsItsChildrenAndRemovesNamespaces"
-        if KernelTestGate.skipReason(name) != nil { return }
         let scenario = try ScenarioParser.parse(Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: "wlan0"),
                                                 file: "two.yaml")
         // A "server" that prints its line and sleeps, an "engine" that sleeps: only cancellation ends them.

@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func getSummaryIsComparedWithTheServedHash() {
-        let get = report(summary: #"{"event": "completed", "sha256": "AB", "bytesFetched": 10}"#)
+        let get = report(summary: #"{"event": "completed", "sha256": "AB", "bytes_fetched": 10}"#)
         #expect(get.sha256OK == true)
         #expect(get.engineBytes == ["total": 10])
         #expect(report(summary: #"{"sha256": "cd"}"#).sha256OK == false)

@@ -8,7 +8,7 @@ import Testing
 
 /// Kernel tests: each builds its own namespaces with veth links named wlan0 and wwan0 (default routes
 /// via both, wlan0's metric lower), runs the real libnl monitor inside, and removes them after.
-@Suite struct NetlinkMonitorKernelTests {
+@Suite(.needsKernel) struct NetlinkMonitorKernelTests {
     /// Collects the monitor's snapshots on a task the test cancels when done.
     final class Recorder: Sendable {
         let snapshots = Mutex<[LinkSnapshot]>([])
@@ -17,7 +17,6 @@ import Testing
     }
 
     func withMonitor(_ name: String, _ body: (VethUplinks, Recorder) async throws -> Void) async throws {
-        if KernelTestGate.skipReason(name) != nil { return }
         let uplinks = try VethUplinks.create()
         defer { uplinks.delete() }
         let recorder = Recorder()
@@ -104,7 +103,6 @@ import Testing
     }
 
     @Test func stopsWhenConsumerCancels() async throws {
-        if KernelTestGate.skipReason("stopsWhenConsumerCancels") != nil { return }
         let namespace = try Netns.create(prefix: "mwstop")
         defer { namespace.delete() }
         let stream = NetlinkLinkMonitor(namespacePath: namespace.path).snapshots()

@@ -4,7 +4,7 @@ import TestSupport
 @testable import Transfer
 
 /// Downloads from a real nginx (Debian's nginx-light), started with its own config on 127.0.0.1.
-@Suite(.serialized)
+@Suite(.serialized, .needsNginx)
 struct NginxTests {
     static let size = 24 << 20
 
@@ -16,10 +16,6 @@ struct NginxTests {
     }
 
     func withNginx(location: String = "", _ body: (Nginx, Fixture) async throws -> Void) async throws {
-        if let reason = Nginx.unavailableReason {
-            print("NginxTests skipped: \(reason)")
-            return
-        }
         let fixture = Fixture()
         defer { fixture.remove() }
         let root = fixture.path("www")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The lab parts of the engine benchmark (issue 5), from `meterwise lab --json` (root):
+# The lab parts of the engine benchmark, from `meterwise lab --json` (root):
 #   - pause latency: from the step's `ip -batch` starting (the kernel event follows within its run
 #     time, `ip_ms`) to the engine's `paused` event line reaching the lab; goal p99 <= 20 ms;
 #   - kernel-side pause: with both links up and the primary moved to the metered wwan0, how long after

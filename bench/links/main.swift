@@ -3,6 +3,7 @@
 import Foundation
 import Lab
 import Links
+import TestSupport
 import NetlinkLinks
 import Synchronization
 

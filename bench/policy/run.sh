@@ -8,5 +8,5 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-swift build -c release --scratch-path .build-release --product meterwise >&2
-exec .build-release/release/meterwise policy bench --policy policies "$@"
+swift build -c release --scratch-path .build-release --product bench-policy >&2
+exec .build-release/release/bench-policy --policy policies "$@"

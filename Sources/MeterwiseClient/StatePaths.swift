@@ -19,12 +19,4 @@ public enum StatePaths {
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/meterwise.sock" }
         return stateDirectory + "/meterwise.sock"
     }
-
-    /// `/etc/meterwise/policies.d` (a drop-in directory) when it exists; else `policies/default.yaml`
-    /// of a checkout (the `policies/` folder holds alternative examples, not drop-ins of one policy).
-    public static var policy: String {
-        if FileManager.default.fileExists(atPath: "/etc/meterwise/policies.d") { return "/etc/meterwise/policies.d" }
-        if FileManager.default.fileExists(atPath: "policies/default.yaml") { return "policies/default.yaml" }
-        return "/etc/meterwise/policies.d"
-    }
 }

@@ -2,7 +2,8 @@
 import Glibc
 #endif
 
-/// Reads a small text file with libc (no Foundation in the model modules). Nil when unreadable.
+/// Reads a small text file whole (policy and scenario files, sysfs attributes); nil when unreadable.
+/// Invalid UTF-8 is replaced, so a bad byte shows up as a parse error with its line, not as a crash.
 public func readTextFile(_ path: String) -> String? {
     guard let handle = fopen(path, "rb") else { return nil }
     defer { fclose(handle) }

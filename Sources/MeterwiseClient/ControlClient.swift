@@ -1,38 +1,34 @@
-import ArgumentParser
 import AsyncHTTPClient
-import Engine
 import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 
-/// Options every client command shares.
-struct ClientOptions: ParsableArguments {
-    @Option(help: "The daemon's control socket (default: the daemon's default for this user).")
-    var socket: String?
+/// Talks to the daemon's control API over its Unix socket: what `meterwise add|list|status|...` use, and
+/// what a Swift program uses to queue downloads or follow the daemon's events.
+public struct ControlClient: Sendable {
+    /// The daemon's control socket.
+    public let socketPath: String
 
-    @Flag(help: "Print JSON.")
-    var json = false
-
-    var socketPath: String { socket ?? StatePaths.socket }
-}
-
-/// Talks to the daemon's control API over its Unix socket.
-struct ControlClient {
-    let socketPath: String
+    /// A client of the daemon listening on `socketPath` (default: `StatePaths.socket`, the daemon's default
+    /// for this user).
+    public init(socketPath: String = StatePaths.socket) {
+        self.socketPath = socketPath
+    }
 
     var base: String {
         let encoded = socketPath.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? socketPath
         return "http+unix://\(encoded)"
     }
 
-    func checkSocket() throws {
+    func checkSocket() throws(ClientError) {
         guard FileManager.default.fileExists(atPath: socketPath) else {
             throw ClientError(message: "no control socket at \(socketPath): is `meterwise daemon` running? (--socket sets the path)", status: 0)
         }
     }
 
-    func request(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+    /// Sends a request; returns the HTTP status and the body.
+    public func request(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
         try checkSocket()
         var request = HTTPClientRequest(url: base + path)
         request.method = method
@@ -52,7 +48,7 @@ struct ControlClient {
     }
 
     /// Sends a request and decodes a 2xx JSON answer; an error answer becomes the daemon's message.
-    func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, as: T.Type) async throws -> (T, Data) {
+    public func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, as: T.Type) async throws -> (T, Data) {
         let (status, data) = try await request(method, path, body: body)
         guard (200..<300).contains(status) else {
             let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
@@ -63,7 +59,7 @@ struct ControlClient {
     }
 
     /// The event stream, one decoded event per line, until the daemon closes it.
-    func events(_ handle: (ControlAPI.EventBody) -> Void) async throws {
+    public func events(_ handle: (ControlAPI.EventBody) -> Void) async throws {
         try checkSocket()
         let request = HTTPClientRequest(url: base + "/v1/events")
         let response: HTTPClientResponse
@@ -84,9 +80,10 @@ struct ControlClient {
     }
 }
 
-/// The daemon refused a request; the message is the daemon's (it says what to fix). Exit code 1.
-struct ClientError: Error, CustomStringConvertible {
-    var message: String
-    var status: Int
-    var description: String { message }
+/// The daemon refused a request (the message is the daemon's, it says what to fix), or it could not be
+/// reached (`status` 0).
+public struct ClientError: Error, CustomStringConvertible {
+    public var message: String
+    public var status: Int
+    public var description: String { message }
 }

@@ -1,7 +1,4 @@
 import Foundation
-import GRDB
-import Policy
-import Transfer
 
 /// Where a job is in its life. `paused` is the user's pause; a policy pause is `waiting`.
 public enum JobState: String, Sendable, Codable, Hashable, CaseIterable {
@@ -22,8 +19,7 @@ public enum JobState: String, Sendable, Codable, Hashable, CaseIterable {
 }
 
 /// One download job as the store keeps it. Every field survives a restart.
-public struct JobRecord: Sendable, Codable, Hashable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "job"
+public struct JobRecord: Sendable, Codable, Hashable {
 
     public var id: String
     public var url: String
@@ -51,9 +47,18 @@ public struct JobRecord: Sendable, Codable, Hashable, FetchableRecord, Persistab
     public var createdAt: Date
     public var updatedAt: Date
 
+    /// Column names and JSON keys alike are snake_case (docs/api.md).
+    public enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, url, destination, size, priority, tags, segments, state, sha256, rule, reason, error
+        case headURL = "head_url", expectedSHA256 = "expected_sha256", allowMetered = "allow_metered"
+        case allowRoaming = "allow_roaming", bytesDone = "bytes_done", totalBytes = "total_bytes"
+        case bytesFetched = "bytes_fetched", refetchedBytes = "refetched_bytes", checkpointPath = "checkpoint_path"
+        case createdAt = "created_at", updatedAt = "updated_at"
+    }
+
     public init(id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,
                 size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
-                allowRoaming: Bool? = nil, segments: Int? = nil, now: Date = Date()) {
+                allowRoaming: Bool? = nil, segments: Int? = nil, checkpointPath: String? = nil, now: Date = Date()) {
         self.id = id
         self.url = url
         self.headURL = headURL
@@ -70,14 +75,8 @@ public struct JobRecord: Sendable, Codable, Hashable, FetchableRecord, Persistab
         self.totalBytes = nil
         self.bytesFetched = 0
         self.refetchedBytes = 0
-        self.checkpointPath = DownloadRequest(url: url, destination: destination).checkpointPath
+        self.checkpointPath = checkpointPath ?? destination + ".part.checkpoint"
         self.createdAt = now
         self.updatedAt = now
-    }
-
-    /// What the policy needs to know of the job.
-    public var jobInfo: JobInfo {
-        JobInfo(id: id, size: size ?? totalBytes, priority: priority, tags: tags, allowMetered: allowMetered,
-                allowRoaming: allowRoaming)
     }
 }

@@ -1,0 +1,202 @@
+import AsyncHTTPClient
+import Foundation
+import MeterwiseClient
+import Links
+import Logging
+import Policy
+import Transfer
+
+/// Carrying decisions out: starting, re-routing and stopping transfers, their events and outcomes, and
+/// saving what changed.
+extension Engine {
+    func start(_ id: String, link: String, localAddress: String?, rate: Int64?, budgetKey: String?) {
+        guard var runtime = jobs[id] else { return }
+        let download: Download
+        if let existing = runtime.download {
+            download = existing
+        } else {
+            download = makeDownload(for: runtime.record)
+            runtime.download = download
+            consumeEvents(id, download)
+        }
+        download.setRateLimit(rate)
+        download.setLocalAddress(localAddress)
+        let bound = localAddress != nil || link != snapshot.primary?.name
+        runtime.boundLink = bound ? link : nil
+        runtime.link = link
+        runtime.rate = rate
+        if !runtime.running { runningCount += 1 }
+        runtime.running = true
+        runtime.stopping = false
+        runtime.lastWaitAnnounced = false
+        if let since = runtime.pausedSince {
+            runtime.pausedTotal += since.duration(to: clock.now)
+            runtime.pausedSince = nil
+        }
+        runtime.record.state = .running
+        runtime.record.error = nil
+        jobs[id] = runtime
+        route(id, link: runtime.link, budgetKey: budgetKey)
+        persist(id)
+        events.publish(.started(job: id, link: link, bound: localAddress != nil, resumedFrom: runtime.record.bytesDone))
+        commandSink.yield(.drive(id, download))
+    }
+
+    /// Points the job's bytes at its link and budget, with the budget's allowance.
+    func route(_ id: String, link: String?, budgetKey: String?) {
+        let limit = budgetKey.flatMap { key -> Int64? in
+            let name = key.split(separator: "@").dropLast().joined(separator: "@")
+            return policy.rules.lazy.compactMap(\.budget).first { $0.name == name }?.bytes
+        }
+        accounting.route(job: id, link: link, budgetKey: budgetKey, budgetLimit: limit)
+    }
+
+    func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
+        guard var runtime = jobs[id], runtime.running, let download = runtime.download else { return }
+        runtime.stopping = true
+        if !byUser && !cancel {
+            runtime.pausedByPolicy = true
+            runtime.pausedSince = runtime.pausedSince ?? clock.now
+            runtime.record.state = .waiting
+        }
+        jobs[id] = runtime
+        events.publish(.paused(job: id, reason: reason, byUser: byUser))
+        commandSink.yield(.stopTransfer(download, cancel: cancel))
+    }
+
+    func makeDownload(for record: JobRecord) -> Download {
+        let accounting = self.accounting
+        let id = record.id
+        let sink = commandSink
+        var request = DownloadRequest(
+            url: record.url, destination: record.destination, headURL: record.headURL, segments: record.segments,
+            expectedSHA256: record.expectedSHA256,
+            onBytes: { count in
+                // A budget just ran out: decide again now, not at the next progress event.
+                if accounting.record(job: id, bytes: count) { sink.yield(.reconcile(id)) }
+            })
+        configuration.tuneRequest(&request)
+        var jobLogger = logger
+        jobLogger[metadataKey: "job"] = "\(id)"
+        return Download(request: request, client: configuration.httpClient, logger: jobLogger)
+    }
+
+    func consumeEvents(_ id: String, _ download: Download) {
+        commandSink.yield(.forward(id, download))
+    }
+
+    nonisolated func drive(_ id: String, _ download: Download) async {
+        let result: Result<DownloadOutcome, TransferError>
+        do {
+            result = .success(try await download.run())
+        } catch {
+            result = .failure(error)
+        }
+        await runEnded(id, result)
+    }
+
+    nonisolated func forwardEvents(_ id: String, _ download: Download) async {
+        for await event in download.events {
+            await handle(event, job: id, from: download)
+        }
+    }
+
+    func handle(_ event: DownloadEvent, job id: String, from download: Download) {
+        guard jobs[id]?.download === download else { return }
+        switch event {
+        case let .started(total, resumed, _):
+            jobs[id]?.record.totalBytes = total
+            jobs[id]?.record.bytesDone = resumed
+        case let .progress(progress):
+            jobs[id]?.record.bytesDone = progress.bytesDone
+            jobs[id]?.record.totalBytes = progress.totalBytes
+            events.publish(.progress(job: id, progress))
+            // A budget can run out mid-transfer: decide again while bytes count against one.
+            if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
+        case let .checkpointed(bytesDone):
+            jobs[id]?.record.bytesDone = bytesDone
+            persist(id)
+            saveAccounting()
+        case let .restarted(reason):
+            events.publish(.notice(job: id, "restarted from 0: \(reason)"))
+        case let .retrying(attempt, delay, reason):
+            events.publish(.notice(job: id, "retry \(attempt) in \(delay): \(reason)"))
+        case let .warning(text):
+            events.publish(.notice(job: id, text))
+        case .paused, .completed, .cancelled, .failed:
+            break  // run() returns these; runEnded handles them
+        }
+    }
+
+    func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
+        guard var runtime = jobs[id] else { return }
+        if runtime.running { runningCount -= 1 }
+        runtime.running = false
+        runtime.stopping = false
+        runtime.boundLink = nil
+        runtime.link = nil
+        accounting.stopRouting(job: id)
+        switch result {
+        case let .success(.completed(download)):
+            runtime.record.state = .completed
+            runtime.record.sha256 = download.sha256
+            runtime.record.bytesDone = download.totalBytes
+            runtime.record.totalBytes = download.totalBytes
+            runtime.record.bytesFetched += download.bytesFetched
+            runtime.record.refetchedBytes += download.refetchedBytes
+            runtime.record.reason = nil
+            if let since = runtime.pausedSince {
+                runtime.pausedTotal += since.duration(to: clock.now)
+                runtime.pausedSince = nil
+            }
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.completed(job: id, download))
+        case .success(.paused):
+            if runtime.record.state == .running { runtime.record.state = .waiting }
+            jobs[id] = runtime
+        case .success(.cancelled):
+            runtime.record.state = .cancelled
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.cancelled(job: id))
+        case let .failure(error):
+            runtime.record.state = .failed
+            runtime.record.error = error.description
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.failed(job: id, error.description))
+        }
+        persist(id)
+        saveAccounting()
+        if configuration.stopWhenIdle { checkIdle() }
+        reconcileAll()
+    }
+
+    func checkIdle() {
+        // Nothing runs once every job is final, so stopping needs no pause.
+        if jobs.values.allSatisfy({ $0.record.state.isFinal }) && !jobs.isEmpty && !stopped {
+            stopped = true
+            saveAccounting()
+            commandSink.yield(.stop)
+        }
+    }
+
+    func persist(_ id: String) {
+        guard let record = jobs[id]?.record else { return }
+        do {
+            try store.update(record)
+        } catch {
+            logger.error("\(error)", metadata: ["job": "\(id)"])
+        }
+    }
+
+    func saveAccounting() {
+        let (usage, links) = accounting.takeForSaving()
+        do {
+            try store.saveAccounting(usage: usage, linkBytes: links)
+        } catch {
+            logger.error("\(error)")
+        }
+    }
+}

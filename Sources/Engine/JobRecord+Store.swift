@@ -1,0 +1,16 @@
+import GRDB
+import MeterwiseClient
+import Policy
+
+/// The job store keeps `JobRecord`s as rows of the `job` table, columns named by its `CodingKeys`.
+extension JobRecord: FetchableRecord, PersistableRecord {
+    public static var databaseTableName: String { "job" }
+}
+
+extension JobRecord {
+    /// What the policy needs to know of the job.
+    public var jobInfo: JobInfo {
+        JobInfo(id: id, size: size ?? totalBytes, priority: priority, tags: tags, allowMetered: allowMetered,
+                allowRoaming: allowRoaming)
+    }
+}

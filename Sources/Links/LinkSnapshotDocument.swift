@@ -1,0 +1,103 @@
+/// A snapshot as programs read it: `meterwise links --json` and the control API's `GET /v1/links` print
+/// this one shape, snake_case like every JSON Meterwise writes (docs/api.md).
+public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
+    /// One link, with the facts that decided its kind and whether it is the primary uplink.
+    public struct LinkEntry: Sendable, Hashable, Encodable {
+        public var index: Int
+        public var name: String
+        public var kind: String
+        public var kindSource: String
+        public var operstate: String
+        public var up: Bool
+        public var running: Bool
+        public var lowerUp: Bool
+        public var mtu: Int
+        public var mac: String?
+        public var driver: String?
+        public var ssid: String?
+        public var meteredHint: Bool?
+        public var addresses: [String]
+        public var primary: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case index, name, kind, operstate, up, running, mtu, mac, driver, ssid, addresses, primary
+            case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(index, forKey: .index)
+            try c.encode(name, forKey: .name)
+            try c.encode(kind, forKey: .kind)
+            try c.encode(kindSource, forKey: .kindSource)
+            try c.encode(operstate, forKey: .operstate)
+            try c.encode(up, forKey: .up)
+            try c.encode(running, forKey: .running)
+            try c.encode(lowerUp, forKey: .lowerUp)
+            try c.encode(mtu, forKey: .mtu)
+            try c.encode(mac, forKey: .mac)
+            try c.encode(driver, forKey: .driver)
+            try c.encode(ssid, forKey: .ssid)
+            try c.encode(meteredHint, forKey: .meteredHint)
+            try c.encode(addresses, forKey: .addresses)
+            try c.encode(primary, forKey: .primary)
+        }
+    }
+
+    /// A default route: the candidates for the primary uplink.
+    public struct RouteEntry: Sendable, Hashable, Encodable {
+        public var family: String
+        public var link: String
+        public var metric: Int
+        public var gateway: String?
+
+        enum CodingKeys: String, CodingKey { case family, link, metric, gateway }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(family, forKey: .family)
+            try c.encode(link, forKey: .link)
+            try c.encode(metric, forKey: .metric)
+            try c.encode(gateway, forKey: .gateway)
+        }
+    }
+
+    /// When the snapshot was printed (ISO 8601), for `links --watch`; nil otherwise.
+    public var at: String?
+    public var sequence: UInt64
+    public var links: [LinkEntry]
+    /// The primary uplink's name, or nil when no link has a usable default route.
+    public var primary: String?
+    public var defaultRoutes: [RouteEntry]
+
+    enum CodingKeys: String, CodingKey {
+        case at, sequence, links, primary
+        case defaultRoutes = "default_routes"
+    }
+
+    public init(_ snapshot: LinkSnapshot, at: String? = nil) {
+        let primary = snapshot.primary?.name
+        self.at = at
+        self.sequence = snapshot.sequence
+        self.primary = primary
+        self.links = snapshot.links.map {
+            LinkEntry(
+                index: $0.index, name: $0.name, kind: $0.kind.rawValue, kindSource: $0.kindSource,
+                operstate: $0.operstate, up: $0.up, running: $0.running, lowerUp: $0.lowerUp, mtu: $0.mtu,
+                mac: $0.mac, driver: $0.driver, ssid: $0.ssid, meteredHint: $0.meteredHint,
+                addresses: $0.addresses, primary: $0.name == primary)
+        }
+        self.defaultRoutes = snapshot.defaultRoutes.map {
+            RouteEntry(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(at, forKey: .at)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encode(links, forKey: .links)
+        try c.encode(primary, forKey: .primary)
+        try c.encode(defaultRoutes, forKey: .defaultRoutes)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// The JSON shapes of the control API (docs/api.md), snake_case keys throughout. Shared by the daemon,
+/// the CLI and any Swift program that links the `MeterwiseClient` library.
+public enum ControlAPI {
+    public static let version = "v1"
+
+    /// `POST /v1/jobs/{id}/{action}` actions.
+    public enum JobCommand: String, Sendable, CaseIterable {
+        case pause, resume, cancel
+    }
+
+    public struct ErrorBody: Codable, Sendable {
+        public var error: String
+        public var code: String
+        public init(error: String, code: String) {
+            self.error = error
+            self.code = code
+        }
+    }
+
+    /// The explanation of a job's decision, as `GET /v1/jobs/{id}/explain` returns it.
+    public struct ExplainBody: Codable, Sendable {
+        public var action: String
+        public var rule: String?
+        public var rate: Int64?
+        public var reasons: [String]
+        public var allowedLinks: [String]
+        public var text: String
+
+        enum CodingKeys: String, CodingKey {
+            case action, rule, rate, reasons, text
+            case allowedLinks = "allowed_links"
+        }
+
+        public init(action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String], text: String) {
+            self.action = action
+            self.rule = rule
+            self.rate = rate
+            self.reasons = reasons
+            self.allowedLinks = allowedLinks
+            self.text = text
+        }
+    }
+
+    /// One event of `GET /v1/events`, a JSON object per line.
+    public struct EventBody: Codable, Sendable {
+        public var event: String
+        public var job: String?
+        public var at: Date
+        public var primary: String?
+        public var kind: String?
+        public var action: String?
+        public var rule: String?
+        public var reason: String?
+        public var link: String?
+        public var bytesDone: Int64?
+        public var totalBytes: Int64?
+        public var bytesPerSecond: Double?
+        public var sha256: String?
+        public var rate: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case event, job, at, primary, kind, action, rule, reason, link, sha256, rate
+            case bytesDone = "bytes_done", totalBytes = "total_bytes", bytesPerSecond = "bytes_per_second"
+        }
+
+        public init(event: String, job: String? = nil, at: Date = Date()) {
+            self.event = event
+            self.job = job
+            self.at = at
+        }
+    }
+
+    public static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}

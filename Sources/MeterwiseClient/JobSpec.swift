@@ -1,0 +1,92 @@
+import Foundation
+
+/// What a new job asks for: `meterwise add` and the API's `POST /jobs`.
+public struct JobSpec: Sendable, Codable, Hashable {
+    public var url: String
+    public var destination: String
+    public var headURL: String?
+    public var sha256: String?
+    public var size: Int64?
+    public var priority: Int
+    public var tags: [String]
+    public var allowMetered: Bool
+    public var allowRoaming: Bool?
+    public var segments: Int?
+
+    public init(url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
+                priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
+                segments: Int? = nil) {
+        self.url = url
+        self.destination = destination
+        self.headURL = headURL
+        self.sha256 = sha256
+        self.size = size
+        self.priority = priority
+        self.tags = tags
+        self.allowMetered = allowMetered
+        self.allowRoaming = allowRoaming
+        self.segments = segments
+    }
+
+    /// The JSON contract is snake_case (docs/api.md).
+    public enum CodingKeys: String, CodingKey, CaseIterable {
+        case url, destination, sha256, size, priority, tags, segments
+        case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming"
+    }
+
+    /// Only `url` and `destination` are required; everything else has its default. A key this version does
+    /// not know is refused by name, so a typo (`sha_256`) cannot silently drop a check.
+    public init(from decoder: any Decoder) throws {
+        let known = Set(CodingKeys.allCases.map(\.rawValue))
+        for key in try decoder.container(keyedBy: AnyCodingKey.self).allKeys where !known.contains(key.stringValue) {
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: [key],
+                debugDescription: "unknown key \"\(key.stringValue)\"; known keys: "
+                    + CodingKeys.allCases.map(\.rawValue).sorted().joined(separator: ", ")))
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            url: try c.decode(String.self, forKey: .url),
+            destination: try c.decode(String.self, forKey: .destination),
+            headURL: try c.decodeIfPresent(String.self, forKey: .headURL),
+            sha256: try c.decodeIfPresent(String.self, forKey: .sha256),
+            size: try c.decodeIfPresent(Int64.self, forKey: .size),
+            priority: try c.decodeIfPresent(Int.self, forKey: .priority) ?? 0,
+            tags: try c.decodeIfPresent([String].self, forKey: .tags) ?? [],
+            allowMetered: try c.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? false,
+            allowRoaming: try c.decodeIfPresent(Bool.self, forKey: .allowRoaming),
+            segments: try c.decodeIfPresent(Int.self, forKey: .segments))
+    }
+}
+
+/// A job as clients see it: the record plus live figures.
+public struct JobStatus: Sendable, Codable, Hashable {
+    public var job: JobRecord
+    public var pausedSeconds: Double
+    public var link: String?
+    public var action: String?
+
+    /// The JSON contract is snake_case (docs/api.md).
+    enum CodingKeys: String, CodingKey {
+        case job, link, action
+        case pausedSeconds = "paused_seconds"
+    }
+
+    public init(job: JobRecord, pausedSeconds: Double, link: String?, action: String?) {
+        self.job = job
+        self.pausedSeconds = pausedSeconds
+        self.link = link
+        self.action = action
+    }
+}
+
+/// Any key of a JSON object, to list the keys a request carries.
+struct AnyCodingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) {
+        self.stringValue = String(intValue)
+        self.intValue = intValue
+    }
+}

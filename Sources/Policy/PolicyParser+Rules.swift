@@ -1,0 +1,211 @@
+import ConfigKit
+import Links
+import Yams
+
+/// Rules: `when:` conditions and budgets.
+extension PolicyParser {
+    static func readRule(_ node: Node, name: String, reader: inout YAMLReader) -> Rule? {
+        var condition = Condition()
+        var action: Action?
+        var actionNode: Node?
+        var rate: Int64?
+        var via: Via?
+        var budget: Budget?
+        var budgetLeftNode: Node?
+        var sawThrottle = false
+        for (key, _, value) in reader.mapping(node, what: "rule `\(name)`", allowed: ruleKeys) {
+            switch key {
+            case "when":
+                budgetLeftNode = readCondition(value, into: &condition, rule: name, reader: &reader)
+            case "action":
+                actionNode = value
+                if let text = reader.string(value, what: "action") {
+                    if let a = Action(rawValue: text) {
+                        action = a
+                    } else {
+                        reader.record(
+                            value, "unknown action `\(text)`",
+                            hint: "use `action: run`, `action: pause` or `throttle: 512KiB/s`")
+                    }
+                }
+            case "throttle":
+                sawThrottle = true
+                rate = reader.rate(value, what: "throttle")
+            case "via":
+                if let text = reader.string(value, what: "via") {
+                    switch text {
+                    case "unmetered": via = .unmetered
+                    case "any": via = .any
+                    case "": reader.record(value, "via is empty", hint: "use unmetered, any or a link name")
+                    default:
+                        if text.contains(where: { "*?[".contains($0) }) {
+                            reader.record(
+                                value, "via names one link; `\(text)` looks like a glob",
+                                hint: "use unmetered, any or an exact link name such as eth0")
+                        }
+                        via = .link(text)
+                    }
+                }
+            case "budget": budget = readBudget(value, rule: name, reader: &reader)
+            default: break
+            }
+        }
+        if sawThrottle {
+            if let action {
+                reader.record(
+                    actionNode ?? node, "rule `\(name)` has both `action: \(action.rawValue)` and `throttle:`",
+                    hint: "keep one: `throttle: RATE` alone means throttle")
+            }
+            action = rate == nil ? nil : .throttle
+        } else if action == .throttle {
+            reader.record(
+                actionNode ?? node, "`action: throttle` needs a rate", hint: "write `throttle: 1MiB/s` instead")
+            action = nil
+        } else if action == nil, actionNode == nil {
+            reader.record(
+                node, "rule `\(name)` has no action", hint: "add `action: run`, `action: pause` or `throttle: 512KiB/s`"
+            )
+        }
+        if let budgetLeftNode, budget == nil {
+            reader.record(
+                budgetLeftNode, "`budget_left` tests the rule's budget, but rule `\(name)` has none",
+                hint: "add `budget: { bytes: 500MiB, period: monthly }` to the rule")
+        }
+        guard let action else { return nil }
+        return Rule(
+            name: name, when: condition, action: action, rate: rate, via: via, budget: budget,
+            origin: origin(node, reader))
+    }
+
+    /// Reads `when:`; returns the `budget_left` node when there is one (it needs a budget on the rule).
+    static func readCondition(_ node: Node, into c: inout Condition, rule: String, reader: inout YAMLReader) -> Node? {
+        var days: Set<Int>?
+        var daysNode: Node?
+        var hours: [(Int, Int)] = []
+        var budgetLeftNode: Node?
+        for (key, _, v) in reader.mapping(node, what: "when of `\(rule)`", allowed: whenKeys) {
+            switch key {
+            case "metered": c.metered = reader.bool(v, what: "metered")
+            case "kind": c.kinds = kinds(v, reader: &reader)
+            case "labels": c.labels = labels(v, what: "labels", reader: &reader)
+            case "link": c.links = globs(v, what: "link", reader: &reader)
+            case "roaming": c.roaming = reader.bool(v, what: "roaming")
+            case "days":
+                daysNode = v
+                var set: Set<Int> = []
+                for item in reader.list(v, what: "days") {
+                    guard let text = reader.string(item, what: "days") else { continue }
+                    for part in text.split(separator: ",") {
+                        let word = String(part).strippingSpaces()
+                        if let d = TimeWindow.parseDays(String(word)) {
+                            set.formUnion(d)
+                        } else {
+                            reader.record(item, "unknown day `\(word)`", hint: TimeWindow.dayHint)
+                        }
+                    }
+                }
+                days = set
+            case "time":
+                for item in reader.list(v, what: "time") {
+                    guard let text = reader.string(item, what: "time") else { continue }
+                    if let h = TimeWindow.parseHours(text) {
+                        hours.append(h)
+                    } else {
+                        reader.record(item, "bad time window `\(text)`", hint: TimeWindow.hint)
+                    }
+                }
+            case "size":
+                c.size = comparison(v, what: "size", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
+            case "priority":
+                c.priority = comparison(v, what: "priority", reader: &reader, hint: "a whole number, e.g. `>= 5`") {
+                    Int64($0)
+                }
+            case "tags": c.tags = labels(v, what: "tags", reader: &reader)
+            case "allow_metered": c.allowMetered = reader.bool(v, what: "allow_metered")
+            case "allow_roaming": c.allowRoaming = reader.bool(v, what: "allow_roaming")
+            case "budget_left":
+                budgetLeftNode = v
+                c.budgetLeft = comparison(
+                    v, what: "budget_left", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
+            default: break
+            }
+        }
+        if let days, days.isEmpty, let daysNode {
+            reader.record(daysNode, "days is empty", hint: TimeWindow.dayHint)
+        }
+        if !hours.isEmpty {
+            c.windows = hours.map { TimeWindow(start: $0.0, end: $0.1, days: days ?? TimeWindow.everyDay) }
+        } else if let days, !days.isEmpty {
+            c.windows = [TimeWindow(start: 0, end: 1440, days: days)]
+        }
+        return budgetLeftNode
+    }
+
+    static func readBudget(_ node: Node, rule: String, reader: inout YAMLReader) -> Budget? {
+        var name = rule
+        var bytes: Int64?
+        var period: Budget.Period?
+        var resetsNode: Node?
+        var resets: String?
+        for (key, _, v) in reader.mapping(node, what: "budget of `\(rule)`", allowed: budgetKeys) {
+            switch key {
+            case "name": name = reader.string(v, what: "budget name") ?? name
+            case "bytes": bytes = reader.bytes(v, what: "budget bytes")
+            case "period":
+                if let text = reader.string(v, what: "period") {
+                    period = Budget.Period(rawValue: text)
+                    if period == nil {
+                        reader.record(v, "unknown budget period `\(text)`", hint: "use daily, weekly or monthly")
+                    }
+                }
+            case "resets":
+                resetsNode = v
+                resets = reader.string(v, what: "resets")
+            default: break
+            }
+        }
+        guard case .mapping(let mapping) = node else { return nil }
+        let written = Set(mapping.keys.compactMap(\.string))
+        if !written.contains("bytes") {
+            reader.record(node, "budget of `\(rule)` has no `bytes:`", hint: "add `bytes: 500MiB`")
+        }
+        if !written.contains("period") {
+            reader.record(
+                node, "budget of `\(rule)` has no `period:`", hint: "add `period: monthly` (or daily, weekly)")
+        }
+        guard let bytes, let period else { return nil }
+        var budget = Budget(name: name, bytes: bytes, period: period)
+        if let resets, let resetsNode {
+            if !parseResets(resets, into: &budget) {
+                reader.record(
+                    resetsNode, "bad `resets: \(resets)` for a \(period.rawValue) budget", hint: Budget.resetsHint)
+            }
+        }
+        return budget
+    }
+
+    /// `03:00` (daily), `mon` / `mon 03:00` (weekly), `1` / `15 03:00` (monthly).
+    static func parseResets(_ text: String, into budget: inout Budget) -> Bool {
+        let parts = text.split(separator: " ").map(String.init)
+        guard (1...2).contains(parts.count) else { return false }
+        var timePart: String?
+        switch budget.period {
+        case .daily:
+            guard parts.count == 1 else { return false }
+            timePart = parts[0]
+        case .weekly:
+            guard let days = TimeWindow.parseDays(parts[0]), days.count == 1 else { return false }
+            budget.resetWeekday = days.first!
+            timePart = parts.count == 2 ? parts[1] : nil
+        case .monthly:
+            guard let day = Int(parts[0]), (1...28).contains(day) else { return false }
+            budget.resetDay = day
+            timePart = parts.count == 2 ? parts[1] : nil
+        }
+        if let timePart {
+            guard let minute = TimeWindow.minutes(timePart, allow24: false) else { return false }
+            budget.resetMinute = minute
+        }
+        return true
+    }
+}
