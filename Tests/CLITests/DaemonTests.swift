@@ -5,57 +5,6 @@ import Testing
 
 /// The daemon as a user runs it: a process with a job store and a control socket, driven by the CLI.
 @Suite(.serialized) struct DaemonTests {
-    final class Daemon: Sendable {
-        let directory: URL
-        let process: Process
-        var socket: String { directory.appendingPathComponent("d.sock").path }
-
-        init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml")) throws {
-            self.directory = directory
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
-            process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
-                                 "--state", directory.appendingPathComponent("state").path,
-                                 "--socket", directory.appendingPathComponent("d.sock").path,
-                                 "--policy", policy]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
-        }
-
-        func waitUntilListening() async -> Bool {
-            await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: socket) }
-        }
-
-        func cli(_ arguments: [String]) throws -> BinaryRun {
-            try BinaryRun.run(arguments + ["--socket", socket])
-        }
-
-        func jobs() throws -> [[String: Any]] {
-            let run = try cli(["list", "--json"])
-            return (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]]) ?? []
-        }
-
-        func kill(_ signal: Int32) {
-            Foundation.kill(process.processIdentifier, signal)
-            process.waitUntilExit()
-        }
-    }
-
-    static func scenario(in directory: URL, _ text: String) throws -> String {
-        let path = directory.appendingPathComponent("links.yaml").path
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
-    static let wifiForAnHour = """
-        links:
-          wlan0: { kind: wlan }
-        steps:
-          - { at: 0s, up: [wlan0], primary: wlan0 }
-        end: 1h
-        """
-
     static func job(_ jobs: [[String: Any]], _ index: Int) -> [String: Any] {
         (jobs[index]["job"] as? [String: Any]) ?? [:]
     }
@@ -66,9 +15,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await RangeServer.start(content: .generated(size: 6 << 20, seed: 99),
                                                  faults: [.throttle(bytesPerSecond: 1 << 20)])
-        let scenario = try Self.scenario(in: directory, Self.wifiForAnHour)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
 
-        var daemon = try Daemon(directory: directory, scenario: scenario)
+        var daemon = try DaemonProcess(directory: directory, scenario: scenario)
         #expect(await daemon.waitUntilListening(), "the daemon did not create its socket")
         for name in ["a.bin", "b.bin", "c.bin"] {
             let add = try daemon.cli(["add", server.url("/\(name)"), "-o", directory.appendingPathComponent(name).path,
@@ -83,7 +32,7 @@ import Testing
         daemon.kill(SIGKILL)
         try? FileManager.default.removeItem(atPath: daemon.socket)
 
-        daemon = try Daemon(directory: directory, scenario: scenario)
+        daemon = try DaemonProcess(directory: directory, scenario: scenario)
         #expect(await daemon.waitUntilListening())
         let done = await eventually(timeout: .seconds(40)) {
             let jobs = (try? daemon.jobs()) ?? []
@@ -111,14 +60,14 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await RangeServer.start(content: .generated(size: 1 << 20, seed: 5))
-        let scenario = try Self.scenario(in: directory, """
+        let scenario = try DaemonProcess.scenario(in: directory, """
             links:
               wwan0: { kind: wwan }
             steps:
               - { at: 0s, up: [wwan0], primary: wwan0 }
             end: 1h
             """)
-        let daemon = try Daemon(directory: directory, scenario: scenario)
+        let daemon = try DaemonProcess(directory: directory, scenario: scenario)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         let watcher = try LineCollector([RepoPaths.binary, "watch", "--json", "--socket", daemon.socket])
@@ -161,14 +110,14 @@ import Testing
                 """.write(to: policyFile, atomically: true, encoding: .utf8)
         }
         try writePolicy("hold-on-cellular")
-        let scenario = try Self.scenario(in: directory, """
+        let scenario = try DaemonProcess.scenario(in: directory, """
             links:
               wwan0: { kind: wwan }
             steps:
               - { at: 0s, up: [wwan0], primary: wwan0 }
             end: 1h
             """)
-        let daemon = try Daemon(directory: directory, scenario: scenario, policy: policies.path)
+        let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policies.path)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         let add = try daemon.cli(["add", "http://127.0.0.1:9/x.bin", "-o", directory.appendingPathComponent("x.bin").path,

@@ -81,13 +81,8 @@ extension EngineEvent {
 }
 
 enum Policies {
-    static let standard = """
-        version: 1
-        defaults: { resume_after: 5s, action: pause }
-        rules:
-          - { name: run-unmetered, when: { metered: no }, action: run, via: unmetered }
-          - { name: pause-metered, when: { metered: yes }, action: pause }
-        """
+    /// The shipped default policy (policies/default.yaml, as built into the binary): no third copy.
+    static let standard = ShippedPolicy.defaultYAML
 }
 
 final class EventLog: Sendable {

@@ -51,8 +51,10 @@ import Testing
             let back = h.clock.now
             h.monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
             #expect(await h.until { h.events.contains { if case .waiting = $0 { true } else { false } } })
-            // The engine waits on the clock for exactly resume_after (5 s) after the Wi-Fi came back...
-            let resumeAt = back.advanced(by: .seconds(5))
+            // The engine waits on the clock for exactly resume_after after the Wi-Fi came back...
+            let resumeAfter = await h.engine.policy.defaults.resumeAfter
+            #expect(resumeAfter == .seconds(5), "the steps below assume the shipped policy's 5 s")
+            let resumeAt = back.advanced(by: resumeAfter)
             #expect(await h.until { h.clock.deadlines.contains(resumeAt) }, "no wake at resume_after: \(h.clock.deadlines)")
             #expect(h.clock.deadlines.allSatisfy { $0 >= resumeAt }, "a wake before resume_after: \(h.clock.deadlines)")
             // ...so 4 s later nothing has woken it, and it has not started again.

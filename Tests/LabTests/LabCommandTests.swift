@@ -53,6 +53,9 @@ import Testing
         let run = try BinaryRun.run(["lab", scenario, "--downloader", "get", "--size", "2MiB", "--json"],
                                     executable: binary)
         #expect(run.status == 0, "\(run.stderr)")
+        // The JSON contract (docs/api.md): every line, events and summary, has snake_case keys only.
+        #expect(SnakeCase.violations(inLines: run.stdout, source: "lab --json").isEmpty,
+                "\(SnakeCase.violations(inLines: run.stdout, source: "lab --json"))")
         let last = try #require(run.stdout.split(separator: "\n").last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
         #expect(object["sha256_ok"] as? Bool == true)

@@ -1,5 +1,6 @@
 import ConfigKit
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Policy

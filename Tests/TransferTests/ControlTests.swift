@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import RangeServer
+import TestSupport
 @testable import Transfer
 
 /// Pause, resume, cancel, damaged partial files, existing outputs and the rate limit.
@@ -163,10 +164,28 @@ struct ControlTests {
         )
         let data = try JSONEncoder().encode(checkpoint)
         let text = String(decoding: data, as: UTF8.self)
-        for key in ["\"format\"", "\"version\"", "\"validators\"", "\"pieces\"", "\"chunkSize\"", "\"totalBytes\""] {
+        for key in ["\"format\"", "\"version\"", "\"validators\"", "\"pieces\"", "\"chunk_size\"", "\"total_bytes\"",
+                    "\"accept_ranges\""] {
             #expect(text.contains(key))
         }
-        #expect(try JSONDecoder().decode(Checkpoint.self, from: data) == checkpoint)
+        #expect(SnakeCase.violations(in: try JSONSerialization.jsonObject(with: data)).isEmpty)
+        #expect(try Checkpoint.decode(data) == checkpoint)
+    }
+
+    /// A checkpoint written before keys became snake_case still resumes.
+    @Test func checkpointWithOldCamelCaseKeysStillReads() throws {
+        let old = #"""
+            {"format":"meterwise-checkpoint","version":1,"url":"https://h/f","destination":"/tmp/f",
+             "validators":{"etag":"\"e\"","lastModified":"Wed, 21 Oct 2015 07:28:00 GMT"},"totalBytes":10,
+             "acceptRanges":true,"chunkSize":4,"segments":[{"start":0,"end":10}],
+             "pieces":[{"offset":0,"length":4,"sha256":"ab"}]}
+            """#
+        let checkpoint = try Checkpoint.decode(Data(old.utf8))
+        #expect(checkpoint.totalBytes == 10)
+        #expect(checkpoint.chunkSize == 4)
+        #expect(checkpoint.acceptRanges)
+        #expect(checkpoint.validators.lastModified == "Wed, 21 Oct 2015 07:28:00 GMT")
+        #expect(checkpoint.pieces == [.init(offset: 0, length: 4, sha256: "ab")])
     }
 }
 

@@ -51,7 +51,7 @@ struct GetCommandTests {
             let final = try #require(lines.last)
             #expect(final.contains("\"state\":\"completed\""))
             #expect(final.contains("\"sha256\":\"\(content.sha256Hex())\""))
-            #expect(final.contains("\"bytesFetched\":"))
+            #expect(final.contains("\"bytes_fetched\":"))
             #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
 
             let (exists, _) = try await Self.run(arguments)

@@ -1,0 +1,62 @@
+import Foundation
+import TestSupport
+
+/// A `meterwise daemon` on a scenario, with its own state directory and socket, driven through the CLI.
+final class DaemonProcess: Sendable {
+    let directory: URL
+    let process: Process
+    var socket: String { directory.appendingPathComponent("d.sock").path }
+
+    init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml")) throws {
+        self.directory = directory
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
+        process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
+                             "--state", directory.appendingPathComponent("state").path,
+                             "--socket", directory.appendingPathComponent("d.sock").path,
+                             "--policy", policy]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+    }
+
+    func waitUntilListening() async -> Bool {
+        await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: socket) }
+    }
+
+    func cli(_ arguments: [String]) throws -> BinaryRun {
+        try BinaryRun.run(arguments + ["--socket", socket])
+    }
+
+    func jobs() throws -> [[String: Any]] {
+        let run = try cli(["list", "--json"])
+        return (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]]) ?? []
+    }
+
+    /// One request to the control API with curl, as a program would make it.
+    func api(_ path: String, method: String = "GET", body: String? = nil, maxTime: Int? = nil) throws -> BinaryRun {
+        var arguments = ["-sS", "--unix-socket", socket, "-X", method, "http://localhost" + path]
+        if let body { arguments += ["-H", "Content-Type: application/json", "--data", body] }
+        if let maxTime { arguments += ["--max-time", "\(maxTime)"] }
+        return try BinaryRun.run(arguments, executable: "/usr/bin/curl")
+    }
+
+    func kill(_ signal: Int32) {
+        Foundation.kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+    }
+
+    static func scenario(in directory: URL, _ text: String) throws -> String {
+        let path = directory.appendingPathComponent("links.yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static let wifiForAnHour = """
+        links:
+          wlan0: { kind: wlan }
+        steps:
+          - { at: 0s, up: [wlan0], primary: wlan0 }
+        end: 1h
+        """
+}
