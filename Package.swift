@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.0"),
     ],
     targets: [
         // libnl-3 + libnl-route-3, with a shim for the macros and variadics Swift cannot call.
@@ -92,7 +93,10 @@ let package = Package(
             ]
         ),
         // Network-namespace lab: veth wlan0/wwan0, tc shaping, route toggles (root).
-        .target(name: "Lab", dependencies: ["Links"]),
+        .target(
+            name: "Lab",
+            dependencies: ["Links", .product(name: "Subprocess", package: "swift-subprocess")]
+        ),
         // Links -> Policy -> Transfer for every job; the job store, budgets, daemon and control API.
         .target(
             name: "Engine",

@@ -1,12 +1,15 @@
 import Foundation
+import Subprocess
 import Synchronization
 
-/// A child process of the lab (the server, the engine, curl) whose stdout arrives as timestamped
-/// lines and whose stderr is kept for error messages.
+/// A child process of the lab (the server, the engine) whose stdout arrives as timestamped lines and
+/// whose stderr is kept for error messages.
 ///
-/// `@unchecked Sendable`: `Process` is not `Sendable`; it is only configured in `init` and afterwards
-/// only signalled (`terminate`, thread-safe) and its pid read. Everything else lives in `Mutex`es.
-public final class ChildProcess: @unchecked Sendable {
+/// Children run through swift-subprocess, which starts them with the default signal mask and
+/// dispositions, so SIGTERM reaches them whatever the spawning thread blocks. A child lives only inside
+/// `ChildProcess.run`'s body: when the body returns or throws (or its task is cancelled), the child is
+/// stopped — given 2 s to exit by itself if it already closed its stdout, then SIGTERM, then SIGKILL.
+public final class ChildProcess: Sendable {
     /// One line of the child's stdout and when the lab read it.
     public struct Line: Sendable {
         public var at: ContinuousClock.Instant
@@ -17,139 +20,128 @@ public final class ChildProcess: @unchecked Sendable {
     public let lines: AsyncStream<Line>
     /// The argv, for messages.
     public let argv: [String]
-    private let process: Process
-    private let shared = Shared()
+    /// The process id (after `ip netns exec`, the program's own: `ip` execs it).
+    public let pid: Int32
+    private let sink: AsyncStream<Line>.Continuation
+    private let signal: @Sendable (Int32) -> Void
+    private let state = Mutex(State())
 
-    /// What the reader threads and the termination handler write; shared by reference.
-    final class Shared: Sendable {
-        let errors = Mutex(Data())
-        let output = Mutex<[Line]>([])
-        let exit = Mutex(ExitState())
+    struct State {
+        var errors = ""
+        var output: [Line] = []
+        var outputEnded = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    struct ExitState {
-        var status: Int32?
-        var stdoutClosed = false
-        var waiters: [CheckedContinuation<Int32, Never>] = []
-        /// The status once the child exited and closed stdout.
-        var finished: Int32? { stdoutClosed ? status : nil }
-
-        /// Records an event; returns the waiters to resume when the child is now finished.
-        mutating func update(_ change: (inout ExitState) -> Void) -> (Int32, [CheckedContinuation<Int32, Never>])? {
-            change(&self)
-            guard let finished else { return nil }
-            defer { waiters = [] }
-            return (finished, waiters)
-        }
-    }
-
-    /// Starts `argv` (`argv[0]` an absolute path or a name on PATH).
-    public init(_ argv: [String]) throws(LabError) {
+    init(argv: [String], pid: Int32, signal: @escaping @Sendable (Int32) -> Void) {
         self.argv = argv
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = argv
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        self.process = process
-        let (lines, continuation) = AsyncStream.makeStream(of: Line.self)
-        self.lines = lines
-        let shared = self.shared
-        process.terminationHandler = { finished in
-            let status = finished.terminationStatus
-            let done = shared.exit.withLock { $0.update { $0.status = status } }
-            if let (status, waiters) = done { for waiter in waiters { waiter.resume(returning: status) } }
-        }
+        self.pid = pid
+        self.signal = signal
+        (lines, sink) = AsyncStream.makeStream(of: Line.self)
+    }
+
+    /// Starts `argv` (`argv[0]` an absolute path or a name on PATH), runs `body` with it, stops it, and
+    /// returns the body's value and the child's exit status (a signal's number when a signal ended it).
+    public static func run<Value: Sendable>(
+        _ argv: [String], _ body: (ChildProcess) async throws -> Value
+    ) async throws -> (value: Value, status: Int32) {
+        let result: ExecutionResult<Value, SequenceOutput, SequenceOutput>
         do {
-            try process.run()
-        } catch {
-            throw LabError(.childFailed, "cannot start `\(argv.joined(separator: " "))`: \(error)")
-        }
-        let outHandle = out.fileHandleForReading, errHandle = err.fileHandleForReading
-        Thread.detachNewThread {
-            func emit(_ line: Line) {
-                shared.output.withLock { $0.append(line) }
-                continuation.yield(line)
-            }
-            var pending = Data()
-            while true {
-                let chunk = outHandle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let text = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending = Data(pending[(newline + 1)...])
-                    emit(Line(at: .now, text: text))
+            result = try await Subprocess.run(
+                .name("env"), arguments: Arguments(argv), input: .none, output: .sequence, error: .sequence
+            ) { execution in
+                let child = ChildProcess(argv: argv, pid: execution.processIdentifier.value) { number in
+                    try? execution.send(signal: Signal(rawValue: number))
+                }
+                return try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await child.read(stdout: execution.standardOutput) }
+                    group.addTask { try await child.read(stderr: execution.standardError) }
+                    let value: Value
+                    do {
+                        value = try await body(child)
+                    } catch {
+                        await execution.teardown(using: child.stopSteps)
+                        throw error
+                    }
+                    await execution.teardown(using: child.stopSteps)
+                    try await group.waitForAll()
+                    return value
                 }
             }
-            if !pending.isEmpty { emit(Line(at: .now, text: String(decoding: pending, as: UTF8.self))) }
-            continuation.finish()
-            let done = shared.exit.withLock { $0.update { $0.stdoutClosed = true } }
-            if let (status, waiters) = done { for waiter in waiters { waiter.resume(returning: status) } }
+        } catch let error as SubprocessError {
+            throw LabError(.childFailed, "cannot run `\(argv.joined(separator: " "))`: \(error)")
         }
-        Thread.detachNewThread {
-            while true {
-                let chunk = errHandle.availableData
-                if chunk.isEmpty { break }
-                shared.errors.withLock { $0.append(chunk) }
+        let status: Int32
+        switch result.terminationStatus {
+        case .exited(let code): status = code
+        case .signaled(let number): status = number
+        }
+        return (result.takeClosureResult(), status)
+    }
+
+    /// How to stop the child when the body is done: a child that closed its stdout is finishing, so it
+    /// gets 2 s to exit by itself (signal 0 only probes); then SIGTERM, 2 s, SIGKILL.
+    var stopSteps: [TeardownStep] {
+        var steps: [TeardownStep] = []
+        if state.withLock({ $0.outputEnded }) {
+            steps.append(.send(signal: Signal(rawValue: 0), allowedDurationToNextStep: .seconds(2)))
+        }
+        steps.append(.send(signal: .terminate, allowedDurationToNextStep: .seconds(2)))
+        return steps
+    }
+
+    func read(stdout: SubprocessOutputSequence) async throws {
+        defer {
+            sink.finish()
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.outputEnded = true
+                defer { state.waiters = [] }
+                return state.waiters
             }
+            for waiter in waiters { waiter.resume() }
+        }
+        for try await text in stdout.strings(bufferingPolicy: .unbounded) {
+            let line = Line(at: .now, text: text)
+            state.withLock { $0.output.append(line) }
+            sink.yield(line)
         }
     }
 
-    /// The process id (after `ip netns exec`, the program's own: `ip` execs it).
-    public var pid: Int32 { process.processIdentifier }
+    func read(stderr: SubprocessOutputSequence) async throws {
+        for try await text in stderr.strings(bufferingPolicy: .unbounded) {
+            state.withLock { $0.errors += text + "\n" }
+        }
+    }
 
     /// Everything the child wrote to stderr so far.
-    public var stderrText: String { shared.errors.withLock { String(decoding: $0, as: UTF8.self) } }
+    public var stderrText: String { state.withLock { $0.errors } }
 
-    /// The exit status once the child has exited (a signal's number when it was killed by one).
-    public var exitStatus: Int32? { shared.exit.withLock { $0.status } }
-
-    /// Every stdout line so far (complete once `waitForExit` returned).
-    public var stdoutLines: [Line] { shared.output.withLock { $0 } }
+    /// Every stdout line so far (complete once `outputEnded` returned).
+    public var stdoutLines: [Line] { state.withLock { $0.output } }
 
     /// Sends SIGTERM (the servers and the engine stop cleanly on it).
-    public func terminate() {
-        if exitStatus == nil { Foundation.kill(pid, SIGTERM) }
-    }
+    public func terminate() { signal(SIGTERM) }
 
     /// Sends SIGKILL.
-    public func kill() {
-        if exitStatus == nil { Foundation.kill(pid, SIGKILL) }
-    }
+    public func kill() { signal(SIGKILL) }
 
-    /// Waits for the child to exit and close its stdout, and returns its status. When the waiting task
-    /// is cancelled, the child gets SIGTERM and the wait goes on until it exits.
-    public func waitForExit() async -> Int32 {
+    /// Waits until the child closes its stdout (it is exiting), or until the waiting task is cancelled.
+    public func outputEnded() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let status: Int32? = shared.exit.withLock { state in
-                    if let status = state.finished { return status }
+                let done = state.withLock { state in
+                    if state.outputEnded || Task.isCancelled { return true }
                     state.waiters.append(continuation)
-                    return nil
+                    return false
                 }
-                if let status { continuation.resume(returning: status) }
+                if done { continuation.resume() }
             }
         } onCancel: {
-            terminate()
-            // A child can inherit a blocked SIGTERM from the thread that spawned it (Foundation's
-            // Process keeps the signal mask): make sure it ends anyway.
-            let child = self
-            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { child.kill() }
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
         }
-    }
-
-    /// Stops the child: SIGTERM, then SIGKILL when it has not exited within `timeout`. Blocks the
-    /// calling thread (at most `timeout` plus one second), so it is usable in `defer` and after
-    /// cancellation.
-    public func stop(within timeout: Duration = .seconds(2)) {
-        terminate()
-        let deadline = ContinuousClock.now + timeout
-        while exitStatus == nil, ContinuousClock.now < deadline { usleep(10_000) }
-        kill()
-        let last = ContinuousClock.now + .seconds(1)
-        while exitStatus == nil, ContinuousClock.now < last { usleep(10_000) }
     }
 }

@@ -54,67 +54,76 @@ public struct LabRun: Sendable {
         let plan = driver.plan()
         if let first = plan.first { try driver.apply(first, in: topology.device) }
 
-        let server = try ChildProcess(["ip", "netns", "exec", topology.internet.name]
-                                      + serverCommand(LabTopology.serverAddress, Self.serverPort))
-        defer { server.stop() }
-        let served = try await Self.firstJSONLine(of: server, as: Served.self, within: .seconds(30))
-        log("lab: serving \(served.url) (\(served.size) bytes, sha256 \(served.sha256.prefix(12))…)")
+        let serverArgv = ["ip", "netns", "exec", topology.internet.name]
+            + serverCommand(LabTopology.serverAddress, Self.serverPort)
+        return try await ChildProcess.run(serverArgv) { server in
+            let served = try await Self.firstJSONLine(of: server, as: Served.self, within: .seconds(30))
+            log("lab: serving \(served.url) (\(served.size) bytes, sha256 \(served.sha256.prefix(12))…)")
+            try Task.checkCancellation()
+            return try await download(from: served, topology: topology, driver: driver, plan: plan)
+        }.value
+    }
 
-        try Task.checkCancellation()
+    /// Runs the engine (or `get`) against `served` while the driver replays the rest of the plan, sampling
+    /// the engine namespace's counters; the report of what happened.
+    func download(
+        from served: Served, topology: LabTopology, driver: ScenarioDriver, plan: [ScenarioDriver.PlannedStep]
+    ) async throws -> LabReport {
         let before = try InterfaceCounters.read(in: topology.device)
-        let engine = try ChildProcess(["ip", "netns", "exec", topology.device.name] + engineCommand(served))
-        defer { engine.stop() }
         let clock = ContinuousClock()
         let start = clock.now
-        log("lab: engine started (pid \(engine.pid)): \(engine.argv.dropFirst(4).joined(separator: " "))")
-
         let record = Record(applied: plan.first.map { [.init(step: $0, appliedAt: .zero)] } ?? [])
         let names = uplinks.map(\.name)
         let (log, sampleInterval, timeout) = (self.log, self.sampleInterval, self.timeout)
-        let status: Int32 = try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    _ = try await driver.replay(Array(plan.dropFirst()), in: topology.device, clock: clock,
-                                                start: start) { step in
-                        record.applied.withLock { $0.append(step) }
-                        log("lab: \(Self.format(step.appliedAt)) primary \(step.step.state.primary ?? "none"), up "
-                            + step.step.state.up.sorted().joined(separator: ",")
-                            + (step.step.note.map { " — \($0)" } ?? ""))
+        let ((lines, stderr), status) = try await ChildProcess.run(
+            ["ip", "netns", "exec", topology.device.name] + engineCommand(served)
+        ) { engine in
+            log("lab: engine started (pid \(engine.pid)): \(engine.argv.dropFirst(4).joined(separator: " "))")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        _ = try await driver.replay(Array(plan.dropFirst()), in: topology.device, clock: clock,
+                                                    start: start) { step in
+                            record.applied.withLock { $0.append(step) }
+                            log("lab: \(Self.format(step.appliedAt)) primary \(step.step.state.primary ?? "none"), up "
+                                + step.step.state.up.sorted().joined(separator: ",")
+                                + (step.step.note.map { " — \($0)" } ?? ""))
+                        }
+                    } catch is CancellationError {
+                    } catch {
+                        record.failure.withLock { $0 = error }
+                        engine.terminate()
                     }
-                } catch is CancellationError {
-                } catch {
-                    record.failure.withLock { $0 = error }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        if let counters = InterfaceCounters.read(pid: engine.pid),
+                           names.allSatisfy({ counters.interfaces[$0] != nil }) {
+                            let at = start.duration(to: clock.now)
+                            record.samples.withLock {
+                                $0.append(.init(at: at, rx: counters.interfaces.filter { names.contains($0.key) }
+                                    .mapValues(\.rx)))
+                            }
+                        }
+                        try? await Task.sleep(for: sampleInterval)
+                    }
+                }
+                group.addTask {
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                    log("lab: the engine is still running after \(timeout); stopping it")
                     engine.terminate()
                 }
+                await engine.outputEnded()
+                group.cancelAll()
+                try await group.waitForAll()
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    if let counters = InterfaceCounters.read(pid: engine.pid),
-                       names.allSatisfy({ counters.interfaces[$0] != nil }) {
-                        let at = start.duration(to: clock.now)
-                        record.samples.withLock {
-                            $0.append(.init(at: at, rx: counters.interfaces.filter { names.contains($0.key) }
-                                .mapValues(\.rx)))
-                        }
-                    }
-                    try? await Task.sleep(for: sampleInterval)
-                }
-            }
-            group.addTask {
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                log("lab: the engine is still running after \(timeout); stopping it")
-                engine.terminate()
-            }
-            let status = await engine.waitForExit()
-            group.cancelAll()
-            try await group.waitForAll()
-            return status
+            try Task.checkCancellation()
+            return (engine.stdoutLines, engine.stderrText)
         }
         let end = start.duration(to: clock.now)
         if let error = record.failure.withLock({ $0 }) { throw error }
         let after = try InterfaceCounters.read(in: topology.device)
 
-        let lines = engine.stdoutLines
         let summary = lines.last { $0.text.hasPrefix("{") }?.text
         let events = lines.filter { $0.text.hasPrefix("{") && !$0.text.contains("\"progress\"") }
             .map { (at: start.duration(to: $0.at), json: $0.text) }
@@ -125,7 +134,7 @@ public struct LabRun: Sendable {
             engineSummary: summary, engineEvents: events,
             interfaces: after.delta(since: before).filter { names.contains($0.key) },
             steps: figures, meteredPrimaryBytes: LabAnalysis.meteredPrimaryBytes(figures, uplinks: uplinks),
-            duration: end, engineStderr: engine.stderrText)
+            duration: end, engineStderr: stderr)
     }
 
     /// What the run's concurrent tasks record.

@@ -9,24 +9,26 @@ import Testing
     let binary = RepoPaths.binary
 
     @Test func servePrintsItsURLAndContentHashThenStopsOnSIGTERM() async throws {
-        let server = try ChildProcess([binary, "serve", "--host", "127.0.0.1", "--port", "0", "--size", "1MiB",
-                                       "--seed", "7"])
-        defer { server.stop() }
-        var served: LabRun.Served?
-        for await line in server.lines {
-            served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
-            break
+        let (_, status) = try await ChildProcess.run(
+            [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--size", "1MiB", "--seed", "7"]
+        ) { server in
+            var served: LabRun.Served?
+            for await line in server.lines {
+                served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
+                break
+            }
+            let info = try #require(served, "no JSON line: \(server.stderrText)")
+            let content = RangeContent.generated(size: 1 << 20, seed: 7)
+            #expect(info.sha256 == content.sha256Hex())
+            #expect(info.size == 1 << 20)
+            #expect(info.url.hasPrefix("http://127.0.0.1:") && info.url.hasSuffix("/file"))
+            let fetched = try Command.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                                           info.url])
+            #expect(fetched == "200 1048576")
+            server.terminate()
+            await server.outputEnded()
         }
-        let info = try #require(served, "no JSON line: \(server.stderrText)")
-        let content = RangeContent.generated(size: 1 << 20, seed: 7)
-        #expect(info.sha256 == content.sha256Hex())
-        #expect(info.size == 1 << 20)
-        #expect(info.url.hasPrefix("http://127.0.0.1:") && info.url.hasSuffix("/file"))
-        let fetched = try Command.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                                       info.url])
-        #expect(fetched == "200 1048576")
-        server.terminate()
-        #expect(await server.waitForExit() == 0)
+        #expect(status == 0, "serve did not exit cleanly on SIGTERM")
     }
 
     @Test(.enabled(if: getuid() == 0 && Command.exists("setpriv"), "needs root and setpriv to drop to nobody"))

@@ -27,16 +27,18 @@ import Testing
         defer { topology.teardown() }
         let driver = ScenarioDriver(scenario: scenario, uplinks: uplinks)
         try driver.apply(driver.plan()[0], in: topology.device)
-        let server = try ChildProcess(["ip", "netns", "exec", topology.internet.name, RepoPaths.binary, "serve",
-                                       "--host", LabTopology.serverAddress, "--port", "8080", "--size", size])
-        defer { server.stop() }
-        var served: LabRun.Served?
-        for await line in server.lines {
-            served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
-            if served != nil { break }
+        _ = try await ChildProcess.run(
+            ["ip", "netns", "exec", topology.internet.name, RepoPaths.binary, "serve",
+             "--host", LabTopology.serverAddress, "--port", "8080", "--size", size]
+        ) { server in
+            var served: LabRun.Served?
+            for await line in server.lines {
+                served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
+                if served != nil { break }
+            }
+            let info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
+            try await body(topology, info)
         }
-        let info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
-        try await body(topology, info)
     }
 
     /// `curl` in the device namespace; returns (bytes, seconds).
