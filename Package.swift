@@ -4,9 +4,12 @@
 //   Links ──▶ Policy ──▶ Engine ◀── Transfer
 //     ▲                    ▲
 //  NetlinkLinks (libnl)    ├── job store (GRDB), control API (NIO HTTP on a Unix socket)
+//  SystemHints (sd-bus:    │
+//   NetworkManager)        │
 //                          └── MeterwiseClient: the API's JSON shapes and its client (library product)
 //
-// Only NetlinkLinks imports CNetlink; every other module builds without libnl.
+// Only NetlinkLinks imports CNetlink (libnl) and only SystemHints imports CSystemdBus (sd-bus, for
+// NetworkManager's hints); every other module builds without them.
 import PackageDescription
 
 let package = Package(
@@ -37,6 +40,12 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        // libsystemd's sd-bus, for NetworkManager's view of links (imported by SystemHints only).
+        .systemLibrary(
+            name: "CSystemdBus",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         // Units (5MiB, 1h30m, 512KiB/s) and strict YAML reading with file:line:column errors.
         .target(
             name: "ConfigKit",
@@ -52,6 +61,15 @@ let package = Package(
             name: "NetlinkLinks",
             dependencies: [
                 "CNetlink", "Links", "ConfigKit",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Hints about links from outside the kernel (NetworkManager over D-Bus): the only module that imports
+        // CSystemdBus.
+        .target(
+            name: "SystemHints",
+            dependencies: [
+                "CSystemdBus", "Links",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -116,7 +134,8 @@ let package = Package(
         .executableTarget(
             name: "Meterwise",
             dependencies: [
-                "Links", "NetlinkLinks", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit", "MeterwiseClient",
+                "Links", "NetlinkLinks", "SystemHints", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
+                "MeterwiseClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

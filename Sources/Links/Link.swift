@@ -22,22 +22,29 @@ public struct Link: Sendable, Hashable, Codable {
     public var ipv6: [String]
     /// The kernel driver, when known.
     public var driver: String?
-    /// The Wi-Fi network name, when known (the scenario monitor knows it; netlink does not).
+    /// The Wi-Fi network name, when known (a scenario, NetworkManager).
     public var ssid: String?
+    /// The Wi-Fi access point's hardware address, lowercase, when known.
+    public var bssid: String?
     /// A metered hint from outside the kernel (NetworkManager, DHCP option 43), when known.
     public var meteredHint: Bool?
+    /// Where `meteredHint` came from, e.g. `networkmanager: guess-yes`.
+    public var meteredHintSource: String?
+    /// Whether the link's modem says it is roaming, when known (ModemManager).
+    public var roaming: Bool?
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
-        case index, name, kind, operstate, up, running, mtu, mac, ipv4, ipv6, driver, ssid
+        case index, name, kind, operstate, up, running, mtu, mac, ipv4, ipv6, driver, ssid, bssid, roaming
         case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
+        case meteredHintSource = "metered_hint_source"
     }
 
     public init(
         index: Int, name: String, kind: LinkKind, kindSource: String, operstate: String = "unknown",
         up: Bool, running: Bool, lowerUp: Bool? = nil, mtu: Int = 1500, mac: String? = nil,
         ipv4: [String] = [], ipv6: [String] = [], driver: String? = nil, ssid: String? = nil,
-        meteredHint: Bool? = nil
+        meteredHint: Bool? = nil, meteredHintSource: String? = nil, bssid: String? = nil, roaming: Bool? = nil
     ) {
         self.index = index
         self.name = name
@@ -54,6 +61,9 @@ public struct Link: Sendable, Hashable, Codable {
         self.driver = driver
         self.ssid = ssid
         self.meteredHint = meteredHint
+        self.meteredHintSource = meteredHint == nil ? nil : (meteredHintSource ?? "unknown")
+        self.bssid = bssid
+        self.roaming = roaming
     }
 
     /// All addresses, IPv4 first.

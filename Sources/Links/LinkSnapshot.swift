@@ -6,11 +6,22 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
     public var sequence: UInt64
     /// Seconds since the monitor started (its clock), for ordering and display.
     public var timestamp: Double
+    /// The sources of hints beyond the kernel that are running (`networkmanager`), empty when none runs.
+    public var hintSources: [String] = []
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case links, sequence, timestamp
-        case defaultRoutes = "default_routes"
+        case defaultRoutes = "default_routes", hintSources = "hint_sources"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            links: try c.decode([Link].self, forKey: .links),
+            defaultRoutes: try c.decode([DefaultRoute].self, forKey: .defaultRoutes),
+            sequence: try c.decode(UInt64.self, forKey: .sequence), timestamp: try c.decode(Double.self, forKey: .timestamp))
+        hintSources = try c.decodeIfPresent([String].self, forKey: .hintSources) ?? []
     }
 
     public init(links: [Link], defaultRoutes: [DefaultRoute], sequence: UInt64 = 0, timestamp: Double = 0) {

@@ -15,13 +15,17 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         public var mac: String?
         public var driver: String?
         public var ssid: String?
+        public var bssid: String?
         public var meteredHint: Bool?
+        public var meteredHintSource: String?
+        public var roaming: Bool?
         public var addresses: [String]
         public var primary: Bool
 
         enum CodingKeys: String, CodingKey {
-            case index, name, kind, operstate, up, running, mtu, mac, driver, ssid, addresses, primary
+            case index, name, kind, operstate, up, running, mtu, mac, driver, ssid, bssid, roaming, addresses, primary
             case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
+            case meteredHintSource = "metered_hint_source"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -38,7 +42,10 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
             try c.encode(mac, forKey: .mac)
             try c.encode(driver, forKey: .driver)
             try c.encode(ssid, forKey: .ssid)
+            try c.encode(bssid, forKey: .bssid)
             try c.encode(meteredHint, forKey: .meteredHint)
+            try c.encode(meteredHintSource, forKey: .meteredHintSource)
+            try c.encode(roaming, forKey: .roaming)
             try c.encode(addresses, forKey: .addresses)
             try c.encode(primary, forKey: .primary)
         }
@@ -69,10 +76,12 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
     /// The primary uplink's name, or nil when no link has a usable default route.
     public var primary: String?
     public var defaultRoutes: [RouteEntry]
+    /// The hint sources that are running (`networkmanager`); empty when none runs.
+    public var hintSources: [String]
 
     enum CodingKeys: String, CodingKey {
         case at, sequence, links, primary
-        case defaultRoutes = "default_routes"
+        case defaultRoutes = "default_routes", hintSources = "hint_sources"
     }
 
     public init(_ snapshot: LinkSnapshot, at: String? = nil) {
@@ -84,12 +93,14 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
             LinkEntry(
                 index: $0.index, name: $0.name, kind: $0.kind.rawValue, kindSource: $0.kindSource,
                 operstate: $0.operstate, up: $0.up, running: $0.running, lowerUp: $0.lowerUp, mtu: $0.mtu,
-                mac: $0.mac, driver: $0.driver, ssid: $0.ssid, meteredHint: $0.meteredHint,
-                addresses: $0.addresses, primary: $0.name == primary)
+                mac: $0.mac, driver: $0.driver, ssid: $0.ssid, bssid: $0.bssid, meteredHint: $0.meteredHint,
+                meteredHintSource: $0.meteredHintSource, roaming: $0.roaming, addresses: $0.addresses,
+                primary: $0.name == primary)
         }
         self.defaultRoutes = snapshot.defaultRoutes.map {
             RouteEntry(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)
         }
+        self.hintSources = snapshot.hintSources
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -99,5 +110,6 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         try c.encode(links, forKey: .links)
         try c.encode(primary, forKey: .primary)
         try c.encode(defaultRoutes, forKey: .defaultRoutes)
+        try c.encode(hintSources, forKey: .hintSources)
     }
 }

@@ -35,6 +35,9 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "Where links come from: netlink (the kernel) or scenario (with --scenario).")
     var links: String = "netlink"
 
+    @Option(help: "Hints beyond the kernel: networkmanager (metered, SSID over D-Bus, when it runs) or none.")
+    var hints: HintChoice = .networkmanager
+
     @Option(help: "Replay this scenario file instead of reading the kernel's links.")
     var scenario: String?
 
@@ -63,7 +66,7 @@ struct DaemonCommand: AsyncParsableCommand {
         if let scenario {
             monitor = ScenarioLinkMonitor(scenario: try LinkSource.loadScenario(scenario), clock: clock)
         } else {
-            monitor = NetlinkLinkMonitor(logger: logger)
+            monitor = LinkSource.kernel(hints: hints, logger: logger)
         }
         let store = try JobStore(path: stateDirectory + "/jobs.sqlite")
         var engineLogger = Logger(label: "meterwise.engine")

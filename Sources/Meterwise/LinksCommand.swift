@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Links
+import Logging
 import NetlinkLinks
+import SystemHints
 
 /// `meterwise links`: what the link monitor sees, once or as it changes.
 struct LinksCommand: AsyncParsableCommand {
@@ -26,13 +28,16 @@ struct LinksCommand: AsyncParsableCommand {
     @Option(help: "Replay speed for --scenario (20 plays 20 s in 1 s).")
     var speed: Double = 1
 
+    @Option(help: "Hints beyond the kernel: networkmanager (metered, SSID over D-Bus, when it runs) or none.")
+    var hints: HintChoice = .networkmanager
+
     func validate() throws {
         guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
         if scenario == nil && speed != 1 { throw ValidationError("--speed only applies with --scenario FILE") }
     }
 
     func run() async throws {
-        let monitor = try LinkSource.monitor(scenario: scenario, speed: speed)
+        let monitor = try LinkSource.monitor(scenario: scenario, speed: speed, hints: hints)
         var previous: LinkSnapshot?
         for try await snapshot in monitor.snapshots() {
             if !watch {
@@ -48,11 +53,27 @@ struct LinksCommand: AsyncParsableCommand {
     }
 }
 
+/// Which sources of hints beyond the kernel join the kernel's links.
+enum HintChoice: String, ExpressibleByArgument, CaseIterable {
+    case networkmanager
+    case none
+}
+
 /// Picks the link monitor backend from the command line.
 enum LinkSource {
-    static func monitor(scenario: String?, speed: Double) throws -> any LinkMonitor {
-        guard let scenario else { return NetlinkLinkMonitor() }
+    static func monitor(scenario: String?, speed: Double, hints: HintChoice) throws -> any LinkMonitor {
+        guard let scenario else { return kernel(hints: hints) }
         return ScenarioLinkMonitor(scenario: try loadScenario(scenario), clock: ContinuousClock(), speed: speed)
+    }
+
+    /// The kernel's links (netlink), with NetworkManager's hints joined unless `hints` is `.none`.
+    static func kernel(hints: HintChoice, logger: Logger = Logger(label: "meterwise.links")) -> any LinkMonitor {
+        let netlink = NetlinkLinkMonitor(logger: logger)
+        switch hints {
+        case .none: return netlink
+        case .networkmanager:
+            return HintedLinkMonitor(base: netlink, sources: [NetworkManagerHints(logger: logger)])
+        }
     }
 
     /// A scenario file, or a usage error that says where it is wrong.

@@ -1,5 +1,6 @@
 import Foundation
 import Links
+import Policy
 
 /// How `meterwise links` prints snapshots: a table, change lines, or JSON.
 enum SnapshotFormat {
@@ -16,11 +17,13 @@ enum SnapshotFormat {
 
     static func table(_ snapshot: LinkSnapshot) -> String {
         let primary = snapshot.primary?.name
-        var rows = [[" ", "NAME", "KIND", "WHY", "STATE", "ADDRESSES"]]
+        var rows = [[" ", "NAME", "KIND", "WHY", "METERED", "STATE", "ADDRESSES"]]
         for link in snapshot.links {
-            let state = link.isUsable ? "up" : (link.up ? "up, no carrier" : "down")
-            rows.append([link.name == primary ? "*" : " ", link.name, link.kind.rawValue, link.kindSource, state,
-                         link.addresses.joined(separator: " ")])
+            var state = link.isUsable ? "up" : (link.up ? "up, no carrier" : "down")
+            if let ssid = link.ssid { state += ", ssid \(ssid)" }
+            if link.roaming == true { state += ", roaming" }
+            rows.append([link.name == primary ? "*" : " ", link.name, link.kind.rawValue, link.kindSource,
+                         metered(link), state, link.addresses.joined(separator: " ")])
         }
         var text = render(rows)
         text += "\n"
@@ -34,7 +37,17 @@ enum SnapshotFormat {
             }
         }
         text += "\nprimary uplink: " + (primary.map { "\($0) (*)" } ?? "none")
+        text += "\nhint sources: "
+            + (snapshot.hintSources.isEmpty ? "none running (the kernel's facts only)" : snapshot.hintSources.joined(separator: ", "))
         return text
+    }
+
+    /// `yes (networkmanager: guess-yes)`, `no (kind ethernet)`: the built-in verdict and where it came from
+    /// (policy `networks:` rules may still change it; `policy explain` shows the final word).
+    static func metered(_ link: Link) -> String {
+        if let hint = link.meteredHint { return "\(hint ? "yes" : "no") (\(link.meteredHintSource ?? "hint"))" }
+        let metered = NetworkClass.meteredKinds.contains(link.kind)
+        return "\(metered ? "yes" : "no") (kind \(link.kind.rawValue))"
     }
 
     static func changeLine(_ snapshot: LinkSnapshot, previous: LinkSnapshot?, at: Date) -> String {

@@ -24,12 +24,21 @@ public struct NetworkClass: Sendable, Hashable, Codable {
     /// DHCP option 43) when the link has one; otherwise wwan, bluetooth, ppp and usb-tether are metered
     /// and every other kind is not.
     public static func builtIn(for link: Link) -> NetworkClass {
+        var network: NetworkClass
         if let hint = link.meteredHint {
-            return NetworkClass(metered: hint, sources: ["metered hint says \(hint ? "metered" : "not metered")"])
+            network = NetworkClass(
+                metered: hint,
+                sources: ["\(link.meteredHintSource ?? "a metered hint") says \(hint ? "metered" : "not metered")"])
+        } else {
+            let metered = meteredKinds.contains(link.kind)
+            network = NetworkClass(
+                metered: metered,
+                sources: ["kind \(link.kind.rawValue) is \(metered ? "metered" : "not metered") by default"])
         }
-        let metered = meteredKinds.contains(link.kind)
-        return NetworkClass(
-            metered: metered,
-            sources: ["kind \(link.kind.rawValue) is \(metered ? "metered" : "not metered") by default"])
+        if link.roaming == true {
+            network.roaming = true
+            network.sources.append("the modem says it is roaming")
+        }
+        return network
     }
 }

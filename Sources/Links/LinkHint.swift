@@ -1,0 +1,92 @@
+/// What a source outside the kernel knows about one link (NetworkManager, a DHCP lease, ModemManager):
+/// joined to the kernel's links by interface name. Every field is optional: nil means "this source
+/// does not say".
+public struct LinkHint: Sendable, Hashable {
+    /// Metered or not, as the source says.
+    public var metered: Bool?
+    /// Where `metered` came from, e.g. `networkmanager: guess-yes`.
+    public var meteredSource: String?
+    /// Whether the source's verdict is an explicit setting (a user's `connection.metered yes`) rather than
+    /// a guess; an explicit verdict wins over any guess from another source.
+    public var explicit: Bool
+    public var ssid: String?
+    public var bssid: String?
+    public var roaming: Bool?
+
+    public init(
+        metered: Bool? = nil, meteredSource: String? = nil, explicit: Bool = false, ssid: String? = nil,
+        bssid: String? = nil, roaming: Bool? = nil
+    ) {
+        self.metered = metered
+        self.meteredSource = meteredSource
+        self.explicit = explicit
+        self.ssid = ssid
+        self.bssid = bssid
+        self.roaming = roaming
+    }
+
+    /// This hint with the gaps filled from `other`: a metered verdict is taken from `other` when this one
+    /// has none, or when `other`'s is explicit and this one's is a guess.
+    public func filling(from other: LinkHint) -> LinkHint {
+        var merged = self
+        if other.metered != nil, metered == nil || (other.explicit && !explicit) {
+            merged.metered = other.metered
+            merged.meteredSource = other.meteredSource
+            merged.explicit = other.explicit
+        }
+        merged.ssid = ssid ?? other.ssid
+        merged.bssid = bssid ?? other.bssid
+        merged.roaming = roaming ?? other.roaming
+        return merged
+    }
+}
+
+/// The hints of one source (or of all of them, merged) at one instant, by interface name.
+public struct LinkHints: Sendable, Hashable {
+    public var byName: [String: LinkHint]
+    /// The sources that are running, for `meterwise links` ("no hint source runs" when empty).
+    public var sources: [String]
+
+    public init(byName: [String: LinkHint] = [:], sources: [String] = []) {
+        self.byName = byName
+        self.sources = sources
+    }
+
+    public static let none = LinkHints()
+
+    /// Every source's hints in one: for each link, the first source's hint filled from the later ones.
+    public static func merging(_ all: [LinkHints]) -> LinkHints {
+        var merged = LinkHints()
+        for hints in all {
+            merged.sources += hints.sources
+            for (name, hint) in hints.byName {
+                merged.byName[name] = merged.byName[name].map { $0.filling(from: hint) } ?? hint
+            }
+        }
+        return merged
+    }
+}
+
+extension LinkSnapshot {
+    /// The snapshot with each link's SSID, BSSID, metered hint and roaming filled from `hints`. What the
+    /// link already knew (a scenario's hint) wins unless the hint's verdict is explicit.
+    public func applying(_ hints: LinkHints) -> LinkSnapshot {
+        var copy = self
+        copy.hintSources = hints.sources
+        for index in copy.links.indices {
+            guard let hint = hints.byName[copy.links[index].name] else { continue }
+            var link = copy.links[index]
+            let own = LinkHint(
+                metered: link.meteredHint, meteredSource: link.meteredHintSource, ssid: link.ssid, bssid: link.bssid,
+                roaming: link.roaming)
+            let merged = own.filling(from: hint)
+            link.meteredHint = merged.metered
+            link.meteredHintSource = merged.meteredSource
+            link.ssid = merged.ssid
+            link.bssid = merged.bssid
+            link.roaming = merged.roaming
+            copy.links[index] = link
+        }
+        return copy
+    }
+}

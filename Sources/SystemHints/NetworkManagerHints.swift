@@ -1,0 +1,219 @@
+import Foundation
+import Links
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// NetworkManager's view of links over D-Bus: per device `Metered`, the active access point's SSID and
+/// BSSID, and the global `Metered` for the primary connection's device.
+///
+/// Event-driven: one thread blocks in `poll` on the bus; NetworkManager's `PropertiesChanged` and device
+/// signals, and `NameOwnerChanged` for its name (so a restart, a start or a stop is followed), make it
+/// read the devices again and yield the hints when they changed. Without a system bus or without
+/// NetworkManager it logs one line, yields empty hints and goes on waiting for NetworkManager to appear
+/// (no polling); a bus connection that fails is reopened with a bounded back-off.
+public struct NetworkManagerHints: LinkHintSource {
+    static let service = "org.freedesktop.NetworkManager"
+    static let root = "/org/freedesktop/NetworkManager"
+    static let deviceInterface = "org.freedesktop.NetworkManager.Device"
+    static let wirelessInterface = "org.freedesktop.NetworkManager.Device.Wireless"
+    static let accessPointInterface = "org.freedesktop.NetworkManager.AccessPoint"
+    static let activeInterface = "org.freedesktop.NetworkManager.Connection.Active"
+    /// NM_DEVICE_TYPE_WIFI.
+    static let wifiType: UInt32 = 2
+
+    let logger: Logger
+
+    public init(logger: Logger = Logger(label: "meterwise.hints")) {
+        self.logger = logger
+    }
+
+    public func hints() -> AsyncStream<LinkHints> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LinkHints.self, bufferingPolicy: .bufferingNewest(1))
+        let wake = WakePipe()
+        let loop = HintLoop(logger: logger, wake: wake) { continuation.yield($0) }
+        continuation.onTermination = { _ in wake.stop() }
+        let thread = Thread { loop.run() }
+        thread.start()
+        return stream
+    }
+}
+
+/// A pipe that wakes the loop's `poll` when the consumer goes away.
+final class WakePipe: Sendable {
+    let readEnd: Int32
+    let writeEnd: Int32
+    private let stopped = Atomic<Bool>(false)
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) != 0 { fds = [-1, -1] }
+        for fd in fds where fd >= 0 {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        readEnd = fds[0]
+        writeEnd = fds[1]
+    }
+
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+}
+
+/// The loop of one `hints()` stream, on its own thread: it owns the bus connection.
+final class HintLoop: @unchecked Sendable {
+    let logger: Logger
+    let wake: WakePipe
+    let emit: (LinkHints) -> Void
+    var last: LinkHints?
+    var saidNotRunning = false
+
+    init(logger: Logger, wake: WakePipe, emit: @escaping (LinkHints) -> Void) {
+        self.logger = logger
+        self.wake = wake
+        self.emit = emit
+    }
+
+    func run() {
+        var backoff = 1
+        while !wake.isStopped {
+            let bus: SystemBus
+            do {
+                bus = try SystemBus()
+                try watchNetworkManager(on: bus)
+            } catch {
+                if last == nil {
+                    logger.info("no system D-Bus (\(error)): no link hints from NetworkManager")
+                    publish(.none)
+                    return
+                }
+                publish(.none)
+                logger.warning("system D-Bus: \(error); trying again in \(backoff) s")
+                if waitForWake(milliseconds: Int32(backoff * 1000)) { return }
+                backoff = min(backoff * 2, 60)
+                continue
+            }
+            backoff = 1
+            bus.changed.raised = true
+            do {
+                try serve(bus)
+                return
+            } catch {
+                logger.warning("system D-Bus: \(error); reconnecting")
+                publish(.none)
+            }
+        }
+    }
+
+    func watchNetworkManager(on bus: SystemBus) throws(BusError) {
+        let nm = NetworkManagerHints.self
+        try bus.watch(
+            "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(nm.service)'")
+        try bus.watch(
+            "type='signal',sender='\(nm.service)',interface='org.freedesktop.DBus.Properties',"
+                + "member='PropertiesChanged',path_namespace='\(nm.root)'")
+        try bus.watch("type='signal',sender='\(nm.service)',interface='\(nm.service)',path='\(nm.root)'")
+    }
+
+    /// Waits for signals and re-reads NetworkManager after each burst; returns when stopped.
+    func serve(_ bus: SystemBus) throws(BusError) {
+        while !wake.isStopped {
+            try bus.processPending()
+            if bus.changed.raised {
+                bus.changed.raised = false
+                publish(read(bus))
+                // Signals that arrived during the calls were queued by sd-bus: handle them first.
+                continue
+            }
+            let request = bus.pollRequest()
+            var fds = [
+                pollfd(fd: request.fd, events: request.events, revents: 0),
+                pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0),
+            ]
+            let r = poll(&fds, 2, request.timeoutMilliseconds)
+            if r < 0 && errno != EINTR { throw BusError(what: "poll on the system bus failed", code: -errno) }
+        }
+    }
+
+    /// NetworkManager's devices now; empty hints when it does not run or answers nonsense.
+    func read(_ bus: SystemBus) -> LinkHints {
+        let nm = NetworkManagerHints.self
+        do {
+            guard try bus.nameHasOwner(nm.service) else {
+                if !saidNotRunning {
+                    logger.info("NetworkManager is not running: no metered hints from it (followed if it starts)")
+                    saidNotRunning = true
+                }
+                return .none
+            }
+            saidNotRunning = false
+            let global = NetworkManagerMetered(
+                rawValue: (try? bus.property(nm.service, nm.root, nm.service, "Metered"))?.uint32 ?? 0) ?? .unknown
+            let primaryDevices = Set(primaryConnectionDevices(bus))
+            let paths = try bus.property(nm.service, nm.root, nm.service, "Devices").strings ?? []
+            var devices: [NetworkManagerDevice] = []
+            for path in paths.prefix(512) {
+                guard let device = readDevice(bus, path: path, isPrimary: primaryDevices.contains(path)) else { continue }
+                devices.append(device)
+            }
+            return NetworkManagerDevice.hints(devices, global: global)
+        } catch {
+            logger.debug("reading NetworkManager: \(error)")
+            return .none
+        }
+    }
+
+    func primaryConnectionDevices(_ bus: SystemBus) -> [String] {
+        let nm = NetworkManagerHints.self
+        guard let active = (try? bus.property(nm.service, nm.root, nm.service, "PrimaryConnection"))?.string,
+            active != "/"
+        else { return [] }
+        return (try? bus.property(nm.service, active, nm.activeInterface, "Devices"))?.strings ?? []
+    }
+
+    /// One device; nil when it vanished meanwhile.
+    func readDevice(_ bus: SystemBus, path: String, isPrimary: Bool) -> NetworkManagerDevice? {
+        let nm = NetworkManagerHints.self
+        guard let interface = (try? bus.property(nm.service, path, nm.deviceInterface, "Interface"))?.string else {
+            return nil
+        }
+        let metered = (try? bus.property(nm.service, path, nm.deviceInterface, "Metered"))?.uint32 ?? 0
+        var device = NetworkManagerDevice(
+            interface: interface, metered: NetworkManagerMetered(rawValue: metered) ?? .unknown, isPrimary: isPrimary)
+        let type = (try? bus.property(nm.service, path, nm.deviceInterface, "DeviceType"))?.uint32
+        if type == nm.wifiType,
+            let ap = (try? bus.property(nm.service, path, nm.wirelessInterface, "ActiveAccessPoint"))?.string, ap != "/"
+        {
+            device.ssid = (try? bus.property(nm.service, ap, nm.accessPointInterface, "Ssid"))?.bytes
+            device.bssid = (try? bus.property(nm.service, ap, nm.accessPointInterface, "HwAddress"))?.string
+        }
+        return device
+    }
+
+    func publish(_ hints: LinkHints) {
+        guard hints != last else { return }
+        last = hints
+        emit(hints)
+    }
+
+    /// Sleeps up to `milliseconds`; true when woken because the consumer went away.
+    func waitForWake(milliseconds: Int32) -> Bool {
+        var fds = [pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&fds, 1, milliseconds)
+        return wake.isStopped
+    }
+}

@@ -1,0 +1,78 @@
+import Links
+
+/// NetworkManager's `NMMetered` (the `Metered` property of a device and of NetworkManager itself).
+public enum NetworkManagerMetered: UInt32, Sendable, CaseIterable {
+    case unknown = 0
+    case yes = 1
+    case no = 2
+    case guessYes = 3
+    case guessNo = 4
+
+    /// `guess-yes`, as `nmcli` and Meterwise's output spell it.
+    public var name: String {
+        switch self {
+        case .unknown: "unknown"
+        case .yes: "yes"
+        case .no: "no"
+        case .guessYes: "guess-yes"
+        case .guessNo: "guess-no"
+        }
+    }
+
+    /// The hint this value gives: none for `unknown`; `yes`/`no` are the user's explicit setting
+    /// (`connection.metered`), the guesses NetworkManager's own (DHCP option 43 `ANDROID_METERED`, the
+    /// device type).
+    public var hint: LinkHint? {
+        switch self {
+        case .unknown: nil
+        case .yes, .no:
+            LinkHint(metered: self == .yes, meteredSource: "networkmanager: \(name)", explicit: true)
+        case .guessYes, .guessNo:
+            LinkHint(metered: self == .guessYes, meteredSource: "networkmanager: \(name)", explicit: false)
+        }
+    }
+}
+
+/// What NetworkManager says about one device, as read over D-Bus.
+public struct NetworkManagerDevice: Sendable, Hashable {
+    public var interface: String
+    public var metered: NetworkManagerMetered
+    public var ssid: [UInt8]?
+    public var bssid: String?
+    /// The device carries NetworkManager's primary connection.
+    public var isPrimary: Bool
+
+    public init(
+        interface: String, metered: NetworkManagerMetered, ssid: [UInt8]? = nil, bssid: String? = nil,
+        isPrimary: Bool = false
+    ) {
+        self.interface = interface
+        self.metered = metered
+        self.ssid = ssid
+        self.bssid = bssid
+        self.isPrimary = isPrimary
+    }
+
+    /// The hints of every device: its own `Metered`, or NetworkManager's global `Metered` for the device
+    /// of the primary connection when the device's own is unknown; SSID and BSSID when known. Pure.
+    public static func hints(_ devices: [NetworkManagerDevice], global: NetworkManagerMetered) -> LinkHints {
+        var byName: [String: LinkHint] = [:]
+        for device in devices where !device.interface.isEmpty {
+            var hint = device.metered.hint ?? (device.isPrimary ? global.hint : nil) ?? LinkHint()
+            hint.ssid = device.ssid.flatMap(Self.ssidText)
+            hint.bssid = device.bssid.flatMap { $0.isEmpty ? nil : $0.lowercased() }
+            if hint != LinkHint() { byName[device.interface] = hint }
+        }
+        return LinkHints(byName: byName, sources: ["networkmanager"])
+    }
+
+    /// An SSID's bytes as text: UTF-8 when valid, else hex (SSIDs are arbitrary bytes); nil when empty.
+    static func ssidText(_ bytes: [UInt8]) -> String? {
+        guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
+        if let text = String(validating: bytes, as: UTF8.self), !text.contains(where: { $0.isNewline || $0 == "\0" }) {
+            return text
+        }
+        return bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+            .joined()
+    }
+}

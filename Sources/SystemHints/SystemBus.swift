@@ -1,0 +1,180 @@
+import CSystemdBus
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A value read from a D-Bus property (the few types NetworkManager's properties use here).
+enum BusValue: Equatable {
+    case uint32(UInt32)
+    case string(String)
+    case bool(Bool)
+    case bytes([UInt8])
+    case strings([String])
+
+    var uint32: UInt32? { if case .uint32(let v) = self { v } else { nil } }
+    var string: String? { if case .string(let v) = self { v } else { nil } }
+    var bytes: [UInt8]? { if case .bytes(let v) = self { v } else { nil } }
+    var strings: [String]? { if case .strings(let v) = self { v } else { nil } }
+}
+
+/// An error of the bus: what failed and the errno-style code sd-bus returned.
+struct BusError: Error, CustomStringConvertible {
+    var what: String
+    var code: Int32
+    var description: String { "\(what): \(String(cString: strerror(-code)))" }
+}
+
+/// A connection to the system bus through sd-bus (`$DBUS_SYSTEM_BUS_ADDRESS` honoured). Not thread-safe,
+/// like sd-bus itself: one thread owns it (`NetworkManagerHints`' loop).
+final class SystemBus {
+    let bus: OpaquePointer
+    /// Set by signal callbacks; the owner reads and clears it.
+    final class Flag { var raised = false }
+    let changed = Flag()
+
+    init() throws(BusError) {
+        var bus: OpaquePointer?
+        let r = sd_bus_open_system(&bus)
+        guard r >= 0, let bus else { throw BusError(what: "cannot connect to the system bus", code: r) }
+        self.bus = bus
+    }
+
+    deinit { sd_bus_flush_close_unref(bus) }
+
+    /// Raises `changed` for every signal matching `rule` (a D-Bus match rule).
+    func watch(_ rule: String) throws(BusError) {
+        let handler: sd_bus_message_handler_t = { _, userdata, _ in
+            if let userdata { Unmanaged<Flag>.fromOpaque(userdata).takeUnretainedValue().raised = true }
+            return 0
+        }
+        // The slot is floating (nil): the match lives as long as the connection.
+        let r = sd_bus_add_match(bus, nil, rule, handler, Unmanaged.passUnretained(changed).toOpaque())
+        guard r >= 0 else { throw BusError(what: "cannot add the match \(rule)", code: r) }
+    }
+
+    /// Handles every message already received; returns false once nothing is left to do.
+    func processPending() throws(BusError) {
+        while true {
+            let r = sd_bus_process(bus, nil)
+            guard r >= 0 else { throw BusError(what: "the system bus connection failed", code: r) }
+            if r == 0 { return }
+        }
+    }
+
+    /// The descriptor and poll events to wait on, and sd-bus's own timeout in milliseconds (-1: none).
+    func pollRequest() -> (fd: Int32, events: Int16, timeoutMilliseconds: Int32) {
+        let fd = sd_bus_get_fd(bus)
+        let events = Int16(truncatingIfNeeded: max(0, sd_bus_get_events(bus)))
+        var usec: UInt64 = 0
+        var timeout: Int32 = -1
+        if sd_bus_get_timeout(bus, &usec) > 0, usec != UInt64.max {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let nowUsec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+            timeout = usec <= nowUsec ? 0 : Int32(min((usec - nowUsec + 999) / 1000, 60_000))
+        }
+        return (fd, events, timeout)
+    }
+
+    /// Calls `method` with string arguments and returns the reply, or throws the D-Bus error.
+    func call(
+        _ destination: String, _ path: String, _ interface: String, _ method: String, _ arguments: [String],
+        timeout: UInt64 = 2_000_000
+    ) throws(BusError) -> OpaquePointer {
+        var message: OpaquePointer?
+        var r = sd_bus_message_new_method_call(bus, &message, destination, path, interface, method)
+        guard r >= 0, let message else { throw BusError(what: "cannot build \(interface).\(method)", code: r) }
+        defer { sd_bus_message_unref(message) }
+        for argument in arguments {
+            r = argument.withCString { sd_bus_message_append_basic(message, Self.type("s"), $0) }
+            guard r >= 0 else { throw BusError(what: "cannot build \(interface).\(method)", code: r) }
+        }
+        var error = mw_bus_error_null()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        r = sd_bus_call(bus, message, timeout, &error, &reply)
+        guard r >= 0, let reply else {
+            let name = error.name.map { String(cString: $0) } ?? ""
+            throw BusError(what: "\(destination) \(path) \(interface).\(method) failed \(name)", code: r)
+        }
+        return reply
+    }
+
+    /// `org.freedesktop.DBus.NameHasOwner(name)`.
+    func nameHasOwner(_ name: String) throws(BusError) -> Bool {
+        let reply = try call(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", [name])
+        defer { sd_bus_message_unref(reply) }
+        var value: Int32 = 0
+        let r = sd_bus_message_read_basic(reply, Self.type("b"), &value)
+        guard r > 0 else { throw BusError(what: "NameHasOwner gave no boolean", code: r < 0 ? r : -EBADMSG) }
+        return value != 0
+    }
+
+    /// `org.freedesktop.DBus.Properties.Get(interface, name)` on `path` of `destination`.
+    func property(_ destination: String, _ path: String, _ interface: String, _ name: String) throws(BusError)
+        -> BusValue
+    {
+        let reply = try call(destination, path, "org.freedesktop.DBus.Properties", "Get", [interface, name])
+        defer { sd_bus_message_unref(reply) }
+        return try Self.readVariant(reply, what: "\(interface).\(name)")
+    }
+
+    /// Reads the variant at the message's cursor as a `BusValue`.
+    static func readVariant(_ message: OpaquePointer, what: String) throws(BusError) -> BusValue {
+        var type: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        var r = sd_bus_message_peek_type(message, &type, &contents)
+        guard r > 0, type == Self.type("v"), let contents else {
+            throw BusError(what: "\(what) is not a variant", code: r < 0 ? r : -EBADMSG)
+        }
+        let signature = String(cString: contents)
+        r = sd_bus_message_enter_container(message, Self.type("v"), contents)
+        guard r > 0 else { throw BusError(what: "cannot read \(what)", code: r < 0 ? r : -EBADMSG) }
+        defer { sd_bus_message_exit_container(message) }
+        switch signature {
+        case "u":
+            var value: UInt32 = 0
+            r = sd_bus_message_read_basic(message, Self.type("u"), &value)
+            guard r > 0 else { break }
+            return .uint32(value)
+        case "b":
+            var value: Int32 = 0
+            r = sd_bus_message_read_basic(message, Self.type("b"), &value)
+            guard r > 0 else { break }
+            return .bool(value != 0)
+        case "s", "o":
+            var value: UnsafePointer<CChar>?
+            r = sd_bus_message_read_basic(message, signature.utf8.first.map { CChar(bitPattern: $0) } ?? 0, &value)
+            guard r > 0, let value else { break }
+            return .string(String(cString: value))
+        case "ay":
+            var pointer: UnsafeRawPointer?
+            var size = 0
+            r = sd_bus_message_read_array(message, Self.type("y"), &pointer, &size)
+            guard r >= 0 else { break }
+            guard let pointer, size > 0 else { return .bytes([]) }
+            return .bytes(Array(UnsafeRawBufferPointer(start: pointer, count: size)))
+        case "ao", "as":
+            let element = String(signature.dropFirst())
+            r = sd_bus_message_enter_container(message, Self.type("a"), element)
+            guard r > 0 else { break }
+            defer { sd_bus_message_exit_container(message) }
+            var values: [String] = []
+            while true {
+                var value: UnsafePointer<CChar>?
+                r = sd_bus_message_read_basic(message, element.utf8.first.map { CChar(bitPattern: $0) } ?? 0, &value)
+                if r <= 0 { break }
+                if let value { values.append(String(cString: value)) }
+            }
+            guard r >= 0 else { break }
+            return .strings(values)
+        default:
+            throw BusError(what: "\(what) has the unexpected type \(signature)", code: -EBADMSG)
+        }
+        throw BusError(what: "cannot read \(what)", code: r < 0 ? r : -EBADMSG)
+    }
+
+    static func type(_ character: Unicode.Scalar) -> CChar { CChar(bitPattern: UInt8(character.value)) }
+}
