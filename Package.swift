@@ -156,10 +156,14 @@ let package = Package(
 
         // Test and bench helpers: manual clock, network-namespace fixtures (VethUplinks), nginx, the range
         // server re-exported. Never linked into the shipped executable.
-        .target(name: "TestSupport", dependencies: ["Links", "RangeServer", "Lab"]),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Links", "RangeServer", "Lab", .product(name: "Subprocess", package: "swift-subprocess")]
+        ),
 
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
         .testTarget(name: "NetlinkLinksTests", dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport"]),
+        .testTarget(name: "SystemHintsTests", dependencies: ["SystemHints", "Links", "Lab", "TestSupport"]),
         .testTarget(
             name: "PolicyTests",
             dependencies: [

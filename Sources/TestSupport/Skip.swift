@@ -9,6 +9,8 @@ public enum TestNeeds {
     public static let kernelUnavailable: String? = Netns.unavailableReason()
     /// Why tests against a real nginx cannot run here, or nil when they can.
     public static let nginxUnavailable: String? = Nginx.unavailableReason
+    /// Why tests against a real NetworkManager cannot run here, or nil when they can.
+    public static let networkManagerUnavailable: String? = NetworkManagerLab.unavailableReason
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -24,6 +26,14 @@ extension Trait where Self == ConditionTrait {
     /// Needs Debian's nginx (`apt-get install nginx-light`).
     public static var needsNginx: Self {
         .enabled(if: TestNeeds.nginxUnavailable == nil, Comment(rawValue: "nginx: \(TestNeeds.nginxUnavailable ?? "")"))
+    }
+
+    /// Needs root, network namespaces and a NetworkManager to run privately (network-manager, dnsmasq-base,
+    /// udev).
+    public static var needsNetworkManager: Self {
+        .enabled(
+            if: TestNeeds.networkManagerUnavailable == nil,
+            Comment(rawValue: "networkmanager: \(TestNeeds.networkManagerUnavailable ?? "")"))
     }
 
     /// Needs the built `meterwise` binary.

@@ -1,0 +1,49 @@
+import Links
+import Testing
+
+@testable import SystemHints
+
+/// What NetworkManager's values mean as hints (pure).
+@Suite struct NetworkManagerValuesTests {
+    @Test(arguments: [
+        (UInt32(0), nil, nil, false), (1, true, "networkmanager: yes", true), (2, false, "networkmanager: no", true),
+        (3, true, "networkmanager: guess-yes", false), (4, false, "networkmanager: guess-no", false),
+    ] as [(UInt32, Bool?, String?, Bool)])
+    func meteredValues(raw: UInt32, metered: Bool?, source: String?, explicit: Bool) throws {
+        let value = try #require(NetworkManagerMetered(rawValue: raw))
+        #expect(value.hint?.metered == metered)
+        #expect(value.hint?.meteredSource == source)
+        #expect((value.hint?.explicit ?? false) == explicit)
+    }
+
+    @Test func unknownValuesAreNoHint() {
+        #expect(NetworkManagerMetered(rawValue: 5) == nil)
+        #expect(NetworkManagerMetered(rawValue: .max) == nil)
+    }
+
+    @Test func devicesBecomeHintsByInterfaceName() {
+        let hints = NetworkManagerDevice.hints(
+            [
+                NetworkManagerDevice(interface: "wlan0", metered: .guessYes, ssid: Array("AndroidAP".utf8),
+                                     bssid: "DA:A1:19:00:00:01"),
+                NetworkManagerDevice(interface: "eth0", metered: .unknown, isPrimary: true),
+                NetworkManagerDevice(interface: "wwan0", metered: .unknown),
+                NetworkManagerDevice(interface: "", metered: .yes),
+            ], global: .yes)
+        #expect(hints.sources == ["networkmanager"])
+        #expect(hints.byName["wlan0"] == LinkHint(metered: true, meteredSource: "networkmanager: guess-yes",
+                                                  ssid: "AndroidAP", bssid: "da:a1:19:00:00:01"))
+        // The primary connection's device takes the global verdict when its own is unknown.
+        #expect(hints.byName["eth0"]?.metered == true && hints.byName["eth0"]?.explicit == true)
+        // Unknown and not primary: no hint at all; a device without a name is skipped.
+        #expect(hints.byName["wwan0"] == nil)
+        #expect(hints.byName.count == 2)
+    }
+
+    @Test func ssidBytesAreTextOrHex() {
+        #expect(NetworkManagerDevice.ssidText(Array("Café".utf8)) == "Café")
+        #expect(NetworkManagerDevice.ssidText([0xff, 0x00, 0x41]) == "ff0041")
+        #expect(NetworkManagerDevice.ssidText([]) == nil)
+        #expect(NetworkManagerDevice.ssidText(Array(repeating: 0x41, count: 33)) == nil)
+    }
+}
