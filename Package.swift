@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "RangeServer", "TestSupport"]),
         .testTarget(
             name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab"]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]
 )

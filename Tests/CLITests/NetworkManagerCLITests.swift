@@ -1,0 +1,84 @@
+import Foundation
+import Lab
+import TestSupport
+import Testing
+
+/// The binary on a machine with a real NetworkManager (`NetworkManagerLab`): wlan0 reaches a phone hotspot
+/// that says ANDROID_METERED; NetworkManager's verdict, and the user's own, decide — with no kernel change.
+@Suite(.serialized, .needsNetworkManager, .needsBinary) struct NetworkManagerCLITests {
+    func run(_ lab: NetworkManagerLab, _ arguments: [String]) throws -> BinaryRun {
+        let argv = lab.onDevice([RepoPaths.binary] + arguments)
+        return try BinaryRun.run(Array(argv.dropFirst()), executable: "/usr/sbin/ip")
+    }
+
+    @Test func linksAndExplainFollowNetworkManagersMetered() async throws {
+        let lab = try await NetworkManagerLab.start()
+        defer { lab.teardown() }
+        let links = try run(lab, ["links", "--json"])
+        let document = try JSONSerialization.jsonObject(with: Data(links.stdout.utf8)) as? [String: Any]
+        let wlan = (document?["links"] as? [[String: Any]])?.first { $0["name"] as? String == "wlan0" }
+        #expect(wlan?["metered_hint"] as? Bool == true, "\(links.stdout) \(links.stderr)")
+        #expect(wlan?["metered_hint_source"] as? String == "networkmanager: guess-yes")
+        #expect(document?["hint_sources"] as? [String] == ["networkmanager"])
+        let table = try run(lab, ["links"])
+        #expect(table.stdout.contains("yes (networkmanager: guess-yes)"), "\(table.stdout)")
+
+        let policy = RepoPaths.file("policies/default.yaml")
+        let paused = try run(lab, ["policy", "explain", "--link", "wlan0", "--size", "700MiB", "--policy", policy])
+        #expect(paused.stdout.contains("decision: pause"), "\(paused.stdout)")
+        #expect(paused.stdout.contains("networkmanager: guess-yes"))
+        try lab.setMetered("no")
+        #expect(await eventually {
+            (try? run(lab, ["policy", "explain", "--link", "wlan0", "--size", "700MiB", "--policy", policy]))?
+                .stdout.contains("decision: run") == true
+        }, "the user's connection.metered no did not turn the decision to run")
+    }
+
+    @Test func daemonPausesWhenNetworkManagerSaysMeteredAndCompletesAfter() async throws {
+        let lab = try await NetworkManagerLab.start()
+        defer { lab.teardown() }
+        try lab.setMetered("no")
+        let directory = URL(fileURLWithPath: lab.directory + "/daemon")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let socket = directory.appendingPathComponent("d.sock").path
+        let server = ["ip", "netns", "exec", lab.accessPoint.name, RepoPaths.binary, "serve", "--host", lab.gateway,
+                      "--port", "8080", "--size", "12MiB", "--rate", "1MiB/s"]
+        _ = try await ChildProcess.run(server) { server in
+            var served: LabRun.Served?
+            for await line in server.lines {
+                served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
+                if served != nil { break }
+            }
+            let info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
+            let daemon = lab.onDevice([RepoPaths.binary, "daemon", "--state", directory.appendingPathComponent("state").path,
+                                       "--socket", socket, "--policy", RepoPaths.file("policies/default.yaml")])
+            _ = try await ChildProcess.run(daemon) { daemon in
+                #expect(await eventually { FileManager.default.fileExists(atPath: socket) }, "\(daemon.stderrText)")
+                let output = directory.appendingPathComponent("file.bin").path
+                let add = try BinaryRun.run(["add", info.url, "-o", output, "--sha256", info.sha256, "--json",
+                                             "--socket", socket])
+                let id = try #require(((try? JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
+                    as? [String: Any])?["id"] as? String, "\(add.stdout) \(add.stderr)")
+                func job() -> [String: Any] {
+                    let status = try? BinaryRun.run(["status", id, "--json", "--socket", socket])
+                    let object = status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) } as? [String: Any]
+                    return ((object?["status"] as? [String: Any])?["job"] as? [String: Any]) ?? [:]
+                }
+                #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
+                // NetworkManager marks the link metered; the kernel sees no change at all.
+                try lab.setMetered("yes")
+                #expect(await eventually { job()["state"] as? String == "waiting" }, "not paused: \(job())")
+                #expect((job()["reason"] as? String ?? "").contains("networkmanager: yes"), "\(job())")
+                let held = job()["bytes_done"] as? Int ?? 0
+                #expect(held < 12 << 20)
+                try lab.setMetered("no")
+                #expect(await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
+                        "did not complete: \(job())")
+                #expect(job()["sha256"] as? String == info.sha256)
+                daemon.terminate()
+                await daemon.outputEnded()
+            }
+            server.terminate()
+        }
+    }
+}
