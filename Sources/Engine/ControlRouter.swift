@@ -134,11 +134,27 @@ extension ControlRouter {
         case DecodingError.keyNotFound(let key, _):
             return "missing key \"\(key.stringValue)\""
         case DecodingError.typeMismatch(let type, let context), DecodingError.valueNotFound(let type, let context):
-            return "\"\(path(context))\" must be \(type == String.self ? "a string" : "of type \(type)")"
+            let field = path(context)
+            return (field.isEmpty ? "the body" : "\"\(field)\"") + " must be " + kind(type)
         case DecodingError.dataCorrupted(let context):
-            return context.codingPath.isEmpty ? "not valid JSON" : context.debugDescription
+            if context.debugDescription.hasPrefix("unknown key") { return context.debugDescription }
+            // Numbers that do not fit (a priority of 1e30, a size of 1.5) land here too.
+            return context.codingPath.isEmpty ? "not valid JSON" : "\"\(path(context))\" has a value out of range"
         default:
-            return "\(error)"
+            return "not valid JSON"
+        }
+    }
+
+    /// What a JSON value of Swift type `type` is called for people.
+    static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt64.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is [Any].Type, is [String].Type: "an array"
+        case is [String: Any].Type: "a JSON object"
+        default: "of another type"
         }
     }
 }

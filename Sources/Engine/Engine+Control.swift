@@ -7,12 +7,14 @@ import Transfer
 extension Engine {
     /// Adds a job and decides it at once. Fails when the destination is taken.
     public func add(_ spec: JobSpec, id: String? = nil) throws(EngineError) -> JobRecord {
-        guard spec.url.hasPrefix("http://") || spec.url.hasPrefix("https://") else {
-            throw EngineError(.invalidRequest, "the URL must start with http:// or https://: \(RedactedURL.redact(spec.url))")
-        }
+        var spec = spec
+        if let problem = DownloadURL.problem(spec.url) { throw EngineError(.invalidRequest, problem) }
+        if let problem = spec.problem { throw EngineError(.invalidRequest, problem) }
         guard spec.destination.hasPrefix("/") else {
             throw EngineError(.invalidRequest, "the destination must be an absolute path: \(spec.destination)")
         }
+        // One destination, one spelling: `/d/./x`, `/d//x` and `/e/../d/x` are `/d/x`.
+        spec.destination = URL(fileURLWithPath: spec.destination).standardized.path
         if let other = jobs.values.first(where: { $0.record.destination == spec.destination && !$0.record.state.isFinal }) {
             throw EngineError(.conflict, "job \(other.record.id) already downloads to \(spec.destination): choose another -o")
         }
@@ -21,7 +23,7 @@ extension Engine {
         }
         let id = id ?? Self.newID()
         let record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
-                               expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
+                               expectedSHA256: spec.sha256?.lowercased(), size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
                                checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
                                now: now)

@@ -151,7 +151,7 @@ final class ProgressPrinter: Sendable {
             fields = [("event", .string("restarted")), ("reason", .string(reason))]
         case .retrying(let attempt, let delay, let reason):
             fields = [("event", .string("retrying")), ("attempt", .int(Int64(attempt))),
-                      ("delay_ms", .int(Int64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000))),
+                      ("delay_seconds", .double(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)),
                       ("reason", .string(reason))]
         case .warning(let text):
             fields = [("event", .string("warning")), ("message", .string(text))]
@@ -190,12 +190,15 @@ final class ProgressPrinter: Sendable {
 enum JSONValue {
     case string(String)
     case int(Int64)
+    /// Seconds and other fractions, to the millisecond.
+    case double(Double)
     case null
     case object([(String, JSONValue)])
 
     var text: String {
         switch self {
         case .int(let v): return String(v)
+        case .double(let v): return v.isFinite ? String((v * 1000).rounded() / 1000) : "null"
         case .null: return "null"
         case .string(let s): return Self.quote(s)
         case .object(let fields): return "{" + fields.map { Self.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"

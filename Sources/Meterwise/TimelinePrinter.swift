@@ -69,7 +69,7 @@ final class TimelinePrinter: Sendable {
             if json {
                 emit(["event": "decision", "job": job, "action": decision.action.rawValue,
                       "rule": decision.rule ?? NSNull(), "rate": decision.rate ?? NSNull(),
-                      "allowed": decision.allowedLinks, "reasons": decision.reasons])
+                      "allowed_links": decision.allowedLinks, "reasons": decision.reasons])
                 return
             }
             var text = "decide   \(decision.action.rawValue)"
@@ -109,7 +109,7 @@ final class TimelinePrinter: Sendable {
             if json { emit(["event": "notice", "job": job, "text": text]) } else { line("note     \(text)") }
         case let .completed(job, result):
             if json {
-                emit(["event": "completed", "job": job, "sha256": result.sha256, "bytes": result.totalBytes])
+                emit(["event": "completed", "job": job, "sha256": result.sha256, "bytes_done": result.totalBytes])
                 return
             }
             line("done     \(Units.formatBytes(result.totalBytes)) sha256 \(result.sha256)")
@@ -132,7 +132,7 @@ final class TimelinePrinter: Sendable {
                 return quarter > s.lastProgressQuarter
             }
             if show {
-                emit(["event": "progress", "job": job, "bytes_done": progress.bytesDone, "total": total,
+                emit(["event": "progress", "job": job, "bytes_done": progress.bytesDone, "total_bytes": total,
                       "bytes_per_second": Int(progress.bytesPerSecond)])
             }
             return
@@ -167,7 +167,7 @@ final class TimelinePrinter: Sendable {
 
     func emit(_ object: [String: Any]) {
         var object = object
-        object["t"] = (elapsed * 1000).rounded() / 1000
+        object["elapsed_seconds"] = (elapsed * 1000).rounded() / 1000
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         Output.line(String(decoding: data, as: UTF8.self))

@@ -75,8 +75,8 @@ public struct Explanation: Sendable, Hashable {
             var explanation: Explanation
             var policy: String?
             enum Keys: String, CodingKey {
-                case action, rule, rate, reasons, links, link, metered, labels, roaming, skipped, policy
-                case next_change, budget_key
+                case action, rule, rate, reasons, link, metered, labels, roaming, skipped, policy
+                case next_change, budget_key, allowed_links
             }
             func encode(to encoder: any Encoder) throws {
                 let e = explanation
@@ -86,7 +86,7 @@ public struct Explanation: Sendable, Hashable {
                 try c.encode(e.decision.rule, forKey: .rule)
                 try c.encode(e.decision.rate, forKey: .rate)
                 try c.encode(e.decision.reasons, forKey: .reasons)
-                try c.encode(e.decision.allowedLinks, forKey: .links)
+                try c.encode(e.decision.allowedLinks, forKey: .allowed_links)
                 try c.encode(e.link, forKey: .link)
                 try c.encode(e.network?.metered, forKey: .metered)
                 try c.encode(e.network?.labels ?? [], forKey: .labels)

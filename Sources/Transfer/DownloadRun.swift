@@ -31,9 +31,7 @@ struct DownloadRun: Sendable {
     static let maxRestarts = 4
 
     func perform() async throws(TransferError) -> DownloadOutcome {
-        guard let scheme = RedactedURL.scheme(of: request.url), scheme == "http" || scheme == "https" else {
-            throw TransferError(.invalidURL, "\(RedactedURL.redact(request.url)) is not an http:// or https:// URL; give a full URL.")
-        }
+        if let problem = DownloadURL.problem(request.url) { throw TransferError(.invalidURL, problem + ".") }
         if FileIO.exists(request.destination) && !request.force {
             // A download that completed but crashed before removing its checkpoint leaves one behind.
             if !FileIO.exists(request.partialPath) { CheckpointFile.remove(path: request.checkpointPath) }

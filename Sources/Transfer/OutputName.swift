@@ -1,8 +1,9 @@
 /// The file name a download is saved under when the user names none: the last part of the URL's path.
 /// `meterwise get` and `meterwise add` both use it, so they agree on every URL.
 public enum OutputName {
-    /// The last path component of `url`, without query or fragment; nil when there is none usable:
-    /// no path, an empty last part, `.`, `..`, a dot-file, or one holding a NUL or a slash once decoded.
+    /// The last non-empty path component of `url`, without query or fragment, taken literally (percent
+    /// escapes are not decoded, so `%2e%2e` is a harmless file name); nil when there is none usable: no
+    /// path, only slashes, `.`, `..`, a dot-file, or longer than 255 bytes.
     public static func from(url: String) -> String? {
         var path = Substring(url)
         if let scheme = path.firstRange(of: "://") { path = path[scheme.upperBound...] }

@@ -17,3 +17,42 @@ public enum RedactedURL {
         return scheme.lowercased()
     }
 }
+
+/// The one check of a download URL, used by `get`, `add` and the API alike: http or https (any case), a
+/// host, a port from 1 to 65535 when given, no spaces or control characters. Pure.
+public enum DownloadURL {
+    /// Nil when `url` is usable; otherwise what is wrong and how to fix it.
+    public static func problem(_ url: String) -> String? {
+        let shown = RedactedURL.redact(url)
+        guard let scheme = RedactedURL.scheme(of: url), scheme == "http" || scheme == "https" else {
+            return "\(shown) is not an http:// or https:// URL; give a full URL"
+        }
+        guard !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
+            return "\(shown) contains spaces or control characters; percent-encode them (%20)"
+        }
+        var rest = Substring(url.dropFirst(scheme.count + 1))
+        guard rest.hasPrefix("//") else { return "\(shown) has no host; write \(scheme)://HOST/PATH" }
+        rest = rest.dropFirst(2)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        var host = Substring(hostPort)
+        var port: Substring?
+        if hostPort.hasPrefix("[") {
+            guard let close = hostPort.firstIndex(of: "]") else { return "\(shown) has an unclosed IPv6 address" }
+            host = hostPort[...close]
+            let after = hostPort[hostPort.index(after: close)...]
+            if after.hasPrefix(":") { port = after.dropFirst() } else if !after.isEmpty {
+                return "\(shown) has text after its IPv6 address"
+            }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            host = hostPort[..<colon]
+            port = hostPort[hostPort.index(after: colon)...]
+        }
+        guard host.count > (host.hasPrefix("[") ? 2 : 0) else { return "\(shown) has no host; write \(scheme)://HOST/PATH" }
+        if let port {
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy(\.isASCII), let number = Int(port), (1...65535).contains(number)
+            else { return "\(shown) has the port \"\(port)\"; a port is a number from 1 to 65535" }
+        }
+        return nil
+    }
+}

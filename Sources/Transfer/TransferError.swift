@@ -1,31 +1,32 @@
 /// The one error type of the Transfer module. `message` says what went wrong and how to fix it.
 public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable {
-    /// What kind of failure this is; stable for programs that branch on it.
+    /// What kind of failure this is; stable for programs that branch on it. The raw value (`invalid_url`) is
+    /// what `get --json` prints as `code`: snake_case, like every value of the JSON contract.
     public enum Code: String, Sendable, Codable {
         /// The URL cannot be used (bad syntax, unsupported scheme).
-        case invalidURL
+        case invalidURL = "invalid_url"
         /// The final file exists and `force` was not set.
-        case destinationExists
+        case destinationExists = "destination_exists"
         /// The partial file or checkpoint could not be read or written.
-        case fileSystem
+        case fileSystem = "file_system"
         /// The server answered with a status that retrying cannot fix (404, 403, ...).
-        case httpStatus
+        case httpStatus = "http_status"
         /// Retries were exhausted (connection resets, timeouts, 5xx, truncated bodies).
-        case retriesExhausted
+        case retriesExhausted = "retries_exhausted"
         /// The object kept changing while it was downloaded.
-        case objectUnstable
+        case objectUnstable = "object_unstable"
         /// The finished file's sha256 is not the expected one.
-        case checksumMismatch
+        case checksumMismatch = "checksum_mismatch"
         /// The finished file's length is not the server's length.
-        case lengthMismatch
+        case lengthMismatch = "length_mismatch"
         /// More than 10 redirects.
-        case tooManyRedirects
+        case tooManyRedirects = "too_many_redirects"
         /// A redirect from https to http (refused).
-        case insecureRedirect
+        case insecureRedirect = "insecure_redirect"
         /// The server's answer breaks HTTP in a way the downloader cannot work around.
-        case protocolViolation
+        case protocolViolation = "protocol_violation"
         /// `run()` was called while the download was already running.
-        case alreadyRunning
+        case alreadyRunning = "already_running"
         /// The download was cancelled.
         case cancelled
     }

@@ -80,12 +80,12 @@ def main():
     # Resume latency: time from the unmetered link's return to the transfer restarting, minus resume_after.
     demo = subprocess.run([args.binary, "demo", "--json", "--size", "16MiB"], cwd=root, capture_output=True, text=True)
     events = [json.loads(l) for l in demo.stdout.splitlines() if l.startswith("{")]
-    back = [e["t"] for e in events if e.get("event") == "links" and e.get("metered") is False]
-    resumed = [e["t"] for e in events if e.get("event") == "started" and e.get("resumed_from", 0) > 0]
+    back = [e["elapsed_seconds"] for e in events if e.get("event") == "links" and e.get("metered") is False]
+    resumed = [e["elapsed_seconds"] for e in events if e.get("event") == "started" and e.get("resumed_from", 0) > 0]
     if len(back) >= 2 and resumed:
         rows.append(("resume latency after the 5 s hysteresis (demo)", f"{(resumed[0] - back[1] - 5.0) * 1000:.1f} ms", ""))
-    paused = [e["t"] for e in events if e.get("event") == "paused"]
-    metered = [e["t"] for e in events if e.get("event") == "links" and e.get("metered") is True]
+    paused = [e["elapsed_seconds"] for e in events if e.get("event") == "paused"]
+    metered = [e["elapsed_seconds"] for e in events if e.get("event") == "links" and e.get("metered") is True]
     if paused and metered:
         rows.append(("pause latency, link event -> transfer paused (demo)", f"{(paused[0] - metered[0]) * 1000:.1f} ms", ""))
     summary = json.loads(demo.stdout.strip().splitlines()[-1])
