@@ -30,6 +30,9 @@ public struct Link: Sendable, Hashable, Codable {
     public var meteredHint: Bool?
     /// Where `meteredHint` came from, e.g. `networkmanager: guess-yes`.
     public var meteredHintSource: String?
+    /// Whether `meteredHint` is the user's explicit setting (NetworkManager's `connection.metered`), which
+    /// wins over every guess; false for a guess.
+    public var meteredHintExplicit = false
     /// Whether the link's modem says it is roaming, when known (ModemManager).
     public var roaming: Bool?
 
@@ -44,7 +47,8 @@ public struct Link: Sendable, Hashable, Codable {
         index: Int, name: String, kind: LinkKind, kindSource: String, operstate: String = "unknown",
         up: Bool, running: Bool, lowerUp: Bool? = nil, mtu: Int = 1500, mac: String? = nil,
         ipv4: [String] = [], ipv6: [String] = [], driver: String? = nil, ssid: String? = nil,
-        meteredHint: Bool? = nil, meteredHintSource: String? = nil, bssid: String? = nil, roaming: Bool? = nil
+        meteredHint: Bool? = nil, meteredHintSource: String? = nil, meteredHintExplicit: Bool = false,
+        bssid: String? = nil, roaming: Bool? = nil
     ) {
         self.index = index
         self.name = name
@@ -62,6 +66,7 @@ public struct Link: Sendable, Hashable, Codable {
         self.ssid = ssid
         self.meteredHint = meteredHint
         self.meteredHintSource = meteredHint == nil ? nil : (meteredHintSource ?? "unknown")
+        self.meteredHintExplicit = meteredHint != nil && meteredHintExplicit
         self.bssid = bssid
         self.roaming = roaming
     }

@@ -77,11 +77,12 @@ extension LinkSnapshot {
             guard let hint = hints.byName[copy.links[index].name] else { continue }
             var link = copy.links[index]
             let own = LinkHint(
-                metered: link.meteredHint, meteredSource: link.meteredHintSource, ssid: link.ssid, bssid: link.bssid,
-                roaming: link.roaming)
+                metered: link.meteredHint, meteredSource: link.meteredHintSource, explicit: link.meteredHintExplicit,
+                ssid: link.ssid, bssid: link.bssid, roaming: link.roaming)
             let merged = own.filling(from: hint)
             link.meteredHint = merged.metered
             link.meteredHintSource = merged.meteredSource
+            link.meteredHintExplicit = merged.metered != nil && merged.explicit
             link.ssid = merged.ssid
             link.bssid = merged.bssid
             link.roaming = merged.roaming

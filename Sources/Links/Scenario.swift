@@ -95,7 +95,7 @@ public struct Scenario: Sendable, Hashable {
                 index: index, name: spec.name, kind: spec.kind, kindSource: "scenario",
                 operstate: isUp ? "up" : "down", up: isUp, running: isUp, lowerUp: isUp, mtu: 1500,
                 mac: Self.mac(index), ipv4: isUp ? v4 : [], ipv6: isUp ? v6 : [], driver: spec.driver,
-                ssid: spec.ssid, meteredHint: spec.meteredHint, meteredHintSource: "scenario"))
+                ssid: spec.ssid, meteredHint: spec.meteredHint, meteredHintSource: "scenario", meteredHintExplicit: true))
             if isUp {
                 let metric = spec.name == primary ? 100 : 1000 + position
                 routes.append(DefaultRoute(family: .ipv4, linkIndex: index, link: spec.name, metric: metric))

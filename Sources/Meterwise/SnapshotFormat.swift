@@ -45,6 +45,10 @@ enum SnapshotFormat {
     /// `yes (networkmanager: guess-yes)`, `no (kind ethernet)`: the built-in verdict and where it came from
     /// (policy `networks:` rules may still change it; `policy explain` shows the final word).
     static func metered(_ link: Link) -> String {
+        if let hint = link.meteredHint, link.meteredHintExplicit {
+            return "\(hint ? "yes" : "no") (\(link.meteredHintSource ?? "hint"))"
+        }
+        if let guess = PhoneHotspotGuess.reason(for: link) { return "yes (\(guess))" }
         if let hint = link.meteredHint { return "\(hint ? "yes" : "no") (\(link.meteredHintSource ?? "hint"))" }
         let metered = NetworkClass.meteredKinds.contains(link.kind)
         return "\(metered ? "yes" : "no") (kind \(link.kind.rawValue))"

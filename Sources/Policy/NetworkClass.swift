@@ -20,15 +20,21 @@ public struct NetworkClass: Sendable, Hashable, Codable {
     /// The kinds NetworkManager guesses to be metered when nothing else is known.
     public static let meteredKinds: Set<LinkKind> = [.wwan, .bluetooth, .ppp, .usbTether]
 
-    /// The built-in guess, like NetworkManager's: a metered hint from outside the kernel (NetworkManager,
-    /// DHCP option 43) when the link has one; otherwise wwan, bluetooth, ppp and usb-tether are metered
-    /// and every other kind is not.
+    /// The built-in verdict, in this order: the user's explicit setting (NetworkManager's
+    /// `connection.metered`, a scenario's `metered`); a phone hotspot's tell-tale signs (`PhoneHotspotGuess`);
+    /// another source's guess (NetworkManager's DHCP `ANDROID_METERED`); the link's kind — wwan, bluetooth,
+    /// ppp and usb-tether are metered, every other kind is not.
     public static func builtIn(for link: Link) -> NetworkClass {
         var network: NetworkClass
-        if let hint = link.meteredHint {
-            network = NetworkClass(
-                metered: hint,
-                sources: ["\(link.meteredHintSource ?? "a metered hint") says \(hint ? "metered" : "not metered")"])
+        let hintSays = { (hint: Bool) in
+            "\(link.meteredHintSource ?? "a metered hint") says \(hint ? "metered" : "not metered")"
+        }
+        if let hint = link.meteredHint, link.meteredHintExplicit {
+            network = NetworkClass(metered: hint, sources: [hintSays(hint)])
+        } else if let guess = PhoneHotspotGuess.reason(for: link) {
+            network = NetworkClass(metered: true, sources: [guess + ": metered"])
+        } else if let hint = link.meteredHint {
+            network = NetworkClass(metered: hint, sources: [hintSays(hint)])
         } else {
             let metered = meteredKinds.contains(link.kind)
             network = NetworkClass(

@@ -52,3 +52,39 @@ import Testing
         #expect(result.sources.count == 3)
     }
 }
+
+/// Phone hotspots that nobody marks metered, and who wins over whom.
+@Suite struct PhoneHotspotTests {
+    static func wifi(_ address: String = "192.168.1.20/24", bssid: String? = nil, hint: Bool? = nil,
+                     explicit: Bool = false) -> Link {
+        Link(index: 3, name: "wlan0", kind: .wlan, kindSource: "devtype=wlan", up: true, running: true,
+             ipv4: [address], meteredHint: hint, meteredHintSource: hint.map { "networkmanager: \($0 ? "" : "guess-")\($0 ? "yes" : "no")" },
+             meteredHintExplicit: explicit, bssid: bssid)
+    }
+
+    @Test(arguments: [
+        ("172.20.10.2/28", true), ("172.20.10.15/28", true), ("172.20.10.16/28", false), ("172.20.11.2/24", false),
+        ("172.20.10/28", false), ("300.20.10.2/28", false),
+    ])
+    func iPhoneSubnetIsMeteredGuess(address: String, metered: Bool) {
+        let network = NetworkClass.builtIn(for: Self.wifi(address))
+        #expect(network.metered == metered)
+        if metered { #expect(network.sources.first?.contains("iPhone hotspot") == true) }
+    }
+
+    @Test func locallyAdministeredBSSIDIsMeteredGuess() {
+        #expect(NetworkClass.builtIn(for: Self.wifi(bssid: "da:a1:19:00:00:01")).metered)
+        #expect(!NetworkClass.builtIn(for: Self.wifi(bssid: "d8:a1:19:00:00:01")).metered)
+    }
+
+    @Test func explicitSettingWinsOverTheGuessAndTheGuessOverAnotherGuess() {
+        // The user said "not metered" for this hotspot: that wins.
+        #expect(!NetworkClass.builtIn(for: Self.wifi("172.20.10.2/28", hint: false, explicit: true)).metered)
+        // NetworkManager only guessed "not metered": the hotspot's subnet says otherwise.
+        #expect(NetworkClass.builtIn(for: Self.wifi("172.20.10.2/28", hint: false)).metered)
+        // Ethernet on the same subnet is not a Wi-Fi hotspot.
+        var ethernet = Self.wifi("172.20.10.2/28")
+        ethernet.kind = .ethernet
+        #expect(!NetworkClass.builtIn(for: ethernet).metered)
+    }
+}
