@@ -13,12 +13,17 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/route.h>
 #include <netlink/route/nexthop.h>
+#include <netlink/route/rtnl.h>
 #include <linux/rtnetlink.h>
 #include <linux/if.h>
 #include <linux/if_arp.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <errno.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netlink/msg.h>
+#include <netlink/utils.h>
 
 /// Enters a network namespace on the calling thread (setns with CLONE_NEWNET). 0 or -1 with errno.
 extern int setns(int fd, int nstype);
@@ -71,6 +76,130 @@ static inline int mw_drain(int fd) {
         if (n > 0) { count++; continue; }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == ENOBUFS) { overrun = 1; continue; }
+        break;
+    }
+    return overrun ? -ENOBUFS : count;
+}
+
+/// One default route (destination length 0, main table, unicast), as Meterwise keeps it.
+struct mw_default_route {
+    int family;           // AF_INET or AF_INET6
+    int ifindex;          // the first next hop's link, 0 when none
+    unsigned int metric;  // RTA_PRIORITY
+    char gateway[48];     // the first next hop's gateway as text, "" when none
+};
+
+/// What one netlink route message is: -1 not a route message, 0 a route Meterwise ignores (not a main-table
+/// unicast default route), 1 a default route (filled into `out`). Reads only the header and a few
+/// attributes: a million other routes cost a header check each, no allocation.
+static inline int mw_parse_default_route(const struct nlmsghdr *nlh, struct mw_default_route *out) {
+    if (nlh->nlmsg_type != RTM_NEWROUTE && nlh->nlmsg_type != RTM_DELROUTE) return -1;
+    if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(struct rtmsg))) return 0;
+    const struct rtmsg *rtm = (const struct rtmsg *)NLMSG_DATA(nlh);
+    if (rtm->rtm_dst_len != 0 || rtm->rtm_type != RTN_UNICAST) return 0;
+    if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6) return 0;
+    unsigned int table = rtm->rtm_table;
+    memset(out, 0, sizeof *out);
+    out->family = rtm->rtm_family;
+    const void *gateway = NULL;
+    int remaining = (int)(nlh->nlmsg_len - NLMSG_LENGTH(sizeof(struct rtmsg)));
+    for (const struct rtattr *rta = RTM_RTA(rtm); RTA_OK(rta, remaining); rta = RTA_NEXT(rta, remaining)) {
+        int payload = (int)RTA_PAYLOAD(rta);
+        switch (rta->rta_type) {
+        case RTA_TABLE: if (payload >= 4) table = *(const unsigned int *)RTA_DATA(rta); break;
+        case RTA_OIF: if (payload >= 4) out->ifindex = *(const int *)RTA_DATA(rta); break;
+        case RTA_PRIORITY: if (payload >= 4) out->metric = *(const unsigned int *)RTA_DATA(rta); break;
+        case RTA_GATEWAY:
+            if (payload == (rtm->rtm_family == AF_INET ? 4 : 16)) gateway = RTA_DATA(rta);
+            break;
+        case RTA_MULTIPATH:
+            if (out->ifindex == 0 && payload >= (int)sizeof(struct rtnexthop)) {
+                const struct rtnexthop *nh = (const struct rtnexthop *)RTA_DATA(rta);
+                if (nh->rtnh_len >= sizeof(struct rtnexthop) && nh->rtnh_len <= payload) {
+                    out->ifindex = nh->rtnh_ifindex;
+                    int left = nh->rtnh_len - (int)sizeof(struct rtnexthop);
+                    for (const struct rtattr *a = RTNH_DATA(nh); RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+                        if (a->rta_type == RTA_GATEWAY && (int)RTA_PAYLOAD(a) == (rtm->rtm_family == AF_INET ? 4 : 16))
+                            gateway = RTA_DATA(a);
+                    }
+                }
+            }
+            break;
+        default: break;
+        }
+    }
+    if (table != RT_TABLE_MAIN) return 0;
+    if (gateway) inet_ntop(rtm->rtm_family, gateway, out->gateway, sizeof out->gateway);
+    return 1;
+}
+
+/// Where parsed default routes go: a caller-owned array. `added[i]` says whether change i added (1) or
+/// removed (0) the route; a dump only adds.
+struct mw_route_sink {
+    struct mw_default_route *routes;
+    unsigned char *added;
+    int count;
+    int capacity;
+    int full;            // more default routes than `capacity`: the caller dumps again with more room
+    int links_changed;   // a link or address message was seen (events only)
+    long long messages;  // route messages seen, default or not
+};
+
+static inline void mw_sink_add(struct mw_route_sink *sink, const struct nlmsghdr *nlh) {
+    struct mw_default_route route;
+    int kind = mw_parse_default_route(nlh, &route);
+    if (kind < 0) {
+        if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK || nlh->nlmsg_type == RTM_NEWADDR
+            || nlh->nlmsg_type == RTM_DELADDR)
+            sink->links_changed = 1;
+        return;
+    }
+    sink->messages++;
+    if (kind == 0) return;
+    if (sink->count >= sink->capacity) { sink->full = 1; return; }
+    sink->routes[sink->count] = route;
+    sink->added[sink->count] = nlh->nlmsg_type == RTM_NEWROUTE;
+    sink->count++;
+}
+
+static inline int mw_sink_callback(struct nl_msg *msg, void *arg) {
+    mw_sink_add((struct mw_route_sink *)arg, nlmsg_hdr(msg));
+    return NL_OK;
+}
+
+/// Dumps the routes of both families, keeping only the default ones: streamed and filtered while
+/// parsing, never cached. 0, or a negative libnl error.
+static inline int mw_dump_default_routes(struct nl_sock *sock, struct mw_route_sink *sink) {
+    int err = nl_rtgen_request(sock, RTM_GETROUTE, AF_UNSPEC, NLM_F_DUMP);
+    if (err < 0) return err;
+    err = nl_socket_modify_cb(sock, NL_CB_VALID, NL_CB_CUSTOM, mw_sink_callback, sink);
+    if (err < 0) return err;
+    err = nl_recvmsgs_default(sock);
+    return err < 0 ? err : 0;
+}
+
+/// Reads every pending datagram on a non-blocking event socket and sorts what it says into `sink`:
+/// default-route changes in order, whether links or addresses changed. Returns the number of datagrams
+/// read, -ENOBUFS when the kernel reported an overrun (events were lost: dump everything again), or
+/// another negative errno when the socket failed.
+static inline int mw_read_events(int fd, struct mw_route_sink *sink) {
+    static char buffer[1 << 16];
+    int count = 0;
+    int overrun = 0;
+    for (;;) {
+        ssize_t n = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n > 0) {
+            count++;
+            int left = (int)n;
+            for (const struct nlmsghdr *nlh = (const struct nlmsghdr *)buffer; NLMSG_OK(nlh, left);
+                 nlh = NLMSG_NEXT(nlh, left)) {
+                mw_sink_add(sink, nlh);
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == ENOBUFS) { overrun = 1; continue; }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
         break;
     }
     return overrun ? -ENOBUFS : count;

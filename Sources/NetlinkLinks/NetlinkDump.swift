@@ -1,34 +1,31 @@
 import CNetlink
 import Links
 
-/// One full read of links, addresses and default routes (both families) over a netlink socket.
+/// Reads of links, addresses and default routes over netlink.
 ///
-/// A dump, not an incremental cache: the kernel removes IPv4 routes of a link that goes down without
-/// sending RTM_DELROUTE, and an overrun loses events, so after any burst of events the monitor reads
-/// everything again. On a device with a handful of links a dump takes well under a millisecond.
+/// Links and addresses are few: they are read whole (libnl caches) whenever one changes. Routes can be
+/// a million (a full BGP table): they are never cached. A route dump is streamed and filtered while it is
+/// parsed, keeping only the default routes (destination length 0, main table, unicast) — a header check
+/// per route, memory independent of the table's size.
 struct NetlinkDump {
     var readSysfs: Bool
 
-    func read(_ sock: OpaquePointer) throws(NetlinkError) -> (links: [Link], routes: [DefaultRoute]) {
+    /// Links with their addresses.
+    func readLinks(_ sock: OpaquePointer) throws(NetlinkError) -> [Link] {
         var linkCache: OpaquePointer?
         var addrCache: OpaquePointer?
-        var routeCache: OpaquePointer?
         defer {
             if let linkCache { nl_cache_free(linkCache) }
             if let addrCache { nl_cache_free(addrCache) }
-            if let routeCache { nl_cache_free(routeCache) }
         }
         var result = rtnl_link_alloc_cache(sock, AF_UNSPEC, &linkCache)
         guard result == 0, let linkCache else { throw .libnl(.dump, "reading links", result) }
         result = rtnl_addr_alloc_cache(sock, &addrCache)
         guard result == 0, let addrCache else { throw .libnl(.dump, "reading addresses", result) }
-        result = rtnl_route_alloc_cache(sock, AF_UNSPEC, 0, &routeCache)
-        guard result == 0, let routeCache else { throw .libnl(.dump, "reading routes", result) }
 
         var v4: [Int: [String]] = [:]
         var v6: [Int: [String]] = [:]
-        forEach(addrCache) { object in
-            let addr = object
+        forEach(addrCache) { addr in
             let index = Int(rtnl_addr_get_ifindex(addr))
             guard let local = rtnl_addr_get_local(addr) else { return }
             let text = Self.string(local)
@@ -36,30 +33,27 @@ struct NetlinkDump {
                 v4[index, default: []].append(text)
             }
         }
-
         var links: [Link] = []
-        var names: [Int: String] = [:]
-        forEach(linkCache) { object in
-            let link = object
-            links.append(makeLink(link, v4: v4, v6: v6))
-            names[links.last!.index] = links.last!.name
-        }
+        forEach(linkCache) { links.append(makeLink($0, v4: v4, v6: v6)) }
+        return links
+    }
 
-        var routes: [DefaultRoute] = []
-        forEach(routeCache) { object in
-            let route = object
-            guard rtnl_route_get_table(route) == UInt32(mw_rt_table_main()),
-                rtnl_route_get_type(route) == UInt8(mw_rtn_unicast()),
-                let dst = rtnl_route_get_dst(route), nl_addr_get_prefixlen(dst) == 0
-            else { return }
-            let family: AddressFamily = rtnl_route_get_family(route) == UInt8(AF_INET6) ? .ipv6 : .ipv4
-            let index = Int(mw_route_first_ifindex(route))
-            guard index > 0 else { return }
-            let gateway = mw_route_first_gateway(route).map { Self.string($0) }
-            routes.append(DefaultRoute(family: family, linkIndex: index, link: names[index] ?? "if\(index)",
-                                       metric: Int(rtnl_route_get_priority(route)), gateway: gateway))
+    /// The default routes of both families, from a streamed, filtered dump on `sock` (a socket of its own:
+    /// the dump replaces its receive callback).
+    func readDefaultRoutes(_ sock: OpaquePointer) throws(NetlinkError) -> Set<RouteKey> {
+        var capacity = 256
+        while true {
+            let sink = RouteSink(capacity: capacity)
+            defer { sink.free() }
+            let result = mw_dump_default_routes(sock, &sink.raw)
+            guard result == 0 else { throw .libnl(.dump, "reading routes", result) }
+            if sink.raw.full != 0 {
+                guard capacity < 1 << 20 else { throw NetlinkError(.dump, "more than a million default routes") }
+                capacity *= 4
+                continue
+            }
+            return Set(sink.changes.map(\.route))
         }
-        return (links, routes)
     }
 
     func makeLink(_ link: OpaquePointer, v4: [Int: [String]], v6: [Int: [String]]) -> Link {

@@ -6,11 +6,17 @@ import Synchronization
 
 /// The kernel backend of `LinkMonitor`, over libnl-route-3.
 ///
-/// It dumps links, addresses and routes once, subscribes to the link, address and route groups of
-/// both families, then blocks in `poll` on the netlink socket on a dedicated thread (never on the
-/// cooperative pool, never on a timer). A burst of messages is drained and coalesced into one dump
-/// and at most one snapshot; a snapshot equal to the previous one is not delivered. An overrun
-/// (ENOBUFS) just means "dump again", which every burst does anyway.
+/// It reads links, addresses and default routes once, subscribes to the link, address and route groups
+/// of both families, then blocks in `poll` on the netlink socket on a dedicated thread (never on the
+/// cooperative pool, never on a timer). A burst of messages is drained and coalesced into at most one
+/// snapshot; a snapshot equal to the previous one is not delivered.
+///
+/// It scales with the routing table: only default routes are kept, from the first (streamed, filtered)
+/// dump and then from route events, which are filtered while parsed — churn of other routes costs a
+/// header check each. A link or address event re-reads links and addresses only (they are few), and drops
+/// the default routes of a link that went down or away (the kernel removes IPv4 routes silently). Routes
+/// are dumped again only after an overrun (ENOBUFS: events were lost). A netlink error after the start
+/// does not end monitoring: the sockets are reopened and everything is read again, with a back-off.
 public struct NetlinkLinkMonitor: LinkMonitor {
     /// Enter this network namespace (a path such as `/run/netns/NAME`) on the monitor thread first.
     /// sysfs facts are not read then: sysfs shows the namespace it was mounted in.
@@ -62,6 +68,9 @@ final class ReceiveLoop: Sendable {
     let wakeWrite: Int32
     let continuation: AsyncThrowingStream<LinkSnapshot, any Error>.Continuation
     let logger: Logger
+    /// The last snapshot delivered and its number; kept across reconnects (only the loop thread uses them).
+    nonisolated(unsafe) var sequence: UInt64 = 0
+    nonisolated(unsafe) var last: LinkSnapshot?
 
     init(namespacePath: String?, coalesceMillis: Int32, wakeRead: Int32, wakeWrite: Int32,
          continuation: AsyncThrowingStream<LinkSnapshot, any Error>.Continuation, logger: Logger) {
@@ -78,22 +87,42 @@ final class ReceiveLoop: Sendable {
             close(wakeRead)
             close(wakeWrite)
         }
-        do {
-            try loop()
-            continuation.finish()
-        } catch {
-            continuation.finish(throwing: error)
+        var started = false
+        var backoff = 1
+        while true {
+            do {
+                try loop(started: &started)
+                continuation.finish()
+                return
+            } catch {
+                // Before the first snapshot an error is the caller's to see (no namespace, no netlink).
+                guard started, error.code != .namespace else {
+                    continuation.finish(throwing: error)
+                    return
+                }
+                logger.warning("netlink: \(error); reopening in \(backoff) s")
+                var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+                if poll(&fds, 1, Int32(backoff * 1000)) > 0 {
+                    continuation.finish()
+                    return
+                }
+                backoff = min(backoff * 2, 30)
+            }
         }
     }
 
-    private func loop() throws(NetlinkError) {
+    /// Opens the sockets, reads everything, then follows events until the consumer goes away (returns)
+    /// or netlink fails (throws).
+    private func loop(started: inout Bool) throws(NetlinkError) {
         if let namespacePath { try enterNamespace(namespacePath) }
-        guard let events = nl_socket_alloc(), let requests = nl_socket_alloc() else {
+        guard let events = nl_socket_alloc(), let requests = nl_socket_alloc(), let routeRequests = nl_socket_alloc()
+        else {
             throw NetlinkError(.socket, "cannot allocate a netlink socket (out of memory?)")
         }
         defer {
             nl_socket_free(events)
             nl_socket_free(requests)
+            nl_socket_free(routeRequests)
         }
         nl_socket_disable_seq_check(events)
         var result = nl_connect(events, NETLINK_ROUTE)
@@ -102,25 +131,32 @@ final class ReceiveLoop: Sendable {
         result = mw_subscribe_all(events)
         guard result == 0 else { throw .libnl(.subscribe, "subscribing to link/address/route events", result) }
         _ = nl_socket_set_nonblocking(events)
-        result = nl_connect(requests, NETLINK_ROUTE)
-        guard result == 0 else { throw .libnl(.socket, "connecting the netlink request socket", result) }
+        for socket in [requests, routeRequests] {
+            result = nl_connect(socket, NETLINK_ROUTE)
+            guard result == 0 else { throw .libnl(.socket, "connecting the netlink request socket", result) }
+        }
+        _ = nl_socket_set_buffer_size(routeRequests, 1 << 20, 0)
 
         let dump = NetlinkDump(readSysfs: namespacePath == nil)
         let start = ContinuousClock.now
-        var sequence: UInt64 = 0
-        var last: LinkSnapshot?
+        var links = try dump.readLinks(requests)
+        var routes = try dump.readDefaultRoutes(routeRequests)
 
-        func publish() throws(NetlinkError) {
-            let state = try dump.read(requests)
-            let snapshot = LinkSnapshot(links: state.links, defaultRoutes: state.routes, sequence: sequence + 1,
-                                        timestamp: (ContinuousClock.now - start).seconds)
+        func publish() {
+            let names = Dictionary(links.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
+            let snapshot = LinkSnapshot(
+                links: links, defaultRoutes: routes.map { $0.defaultRoute(names: names) }, sequence: sequence + 1,
+                timestamp: (ContinuousClock.now - start).seconds)
             if let last, last.sameState(as: snapshot) { return }
             sequence += 1
             last = snapshot
             continuation.yield(snapshot)
         }
 
-        try publish()
+        publish()
+        started = true
+        let sink = RouteSink(capacity: 4096)
+        defer { sink.free() }
         let eventFD = nl_socket_get_fd(events)
         var fds = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
@@ -134,15 +170,33 @@ final class ReceiveLoop: Sendable {
             }
             if fds[1].revents != 0 { return }
             guard fds[0].revents != 0 else { continue }
-            // Coalesce: drain the burst, give stragglers a moment, drain again, then dump once.
-            var overrun = mw_drain(eventFD) == -ENOBUFS
+            // Coalesce: drain the burst, give stragglers a moment, drain again, then act once.
+            sink.reset()
+            var overrun = false
             var quiet = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0)]
-            while poll(&quiet, 1, coalesceMillis) > 0 {
-                overrun = mw_drain(eventFD) == -ENOBUFS || overrun
+            repeat {
+                let read = mw_read_events(eventFD, &sink.raw)
+                if read == -ENOBUFS { overrun = true } else if read < 0 {
+                    throw NetlinkError(.socket, "reading netlink events failed: \(String(cString: strerror(-read)))")
+                }
                 quiet[0].revents = 0
+            } while poll(&quiet, 1, coalesceMillis) > 0
+            if overrun || sink.raw.full != 0 {
+                logger.debug("netlink events were lost (overrun); reading links and routes again")
+                links = try dump.readLinks(requests)
+                routes = try dump.readDefaultRoutes(routeRequests)
+            } else {
+                for change in sink.changes {
+                    if change.added { routes.insert(change.route) } else { routes.remove(change.route) }
+                }
+                if sink.raw.links_changed != 0 {
+                    links = try dump.readLinks(requests)
+                    // The kernel drops the IPv4 routes of a link that goes down or away without a word.
+                    let up = Set(links.filter(\.up).map(\.index))
+                    routes = routes.filter { up.contains($0.linkIndex) }
+                }
             }
-            if overrun { logger.debug("netlink receive buffer overran; dumping again") }
-            try publish()
+            publish()
         }
     }
 

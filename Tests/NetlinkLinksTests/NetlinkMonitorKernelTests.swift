@@ -116,4 +116,50 @@ import Testing
         let count = try await task.value
         #expect(count >= 1)
     }
+
+    /// Writes `lines` to a file and runs them as one `ip -batch` in the device namespace.
+    func batch(_ uplinks: VethUplinks, _ lines: [String]) throws {
+        let file = NSTemporaryDirectory() + "mwbatch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try lines.joined(separator: "\n").appending("\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Command.run(["ip", "-n", uplinks.device.name, "-batch", file])
+    }
+
+    @Test func churnOfOtherRoutesDeliversNoSnapshot() async throws {
+        try await withMonitor("churnOfOtherRoutesDeliversNoSnapshot") { uplinks, recorder in
+            let before = try #require(recorder.latest)
+            let routes = (0..<2000).map { "10.99.\($0 >> 8).\($0 & 255)/32 dev wwan0" }
+            try batch(uplinks, routes.map { "route add \($0)" } + routes.map { "route del \($0)" })
+            // A change the monitor must report: the next snapshot is the very next number, so the 4000 route
+            // messages before it delivered nothing.
+            try uplinks.device.ip("addr", "add", "10.77.9.10/32", "dev", "wlan0")
+            #expect(await eventually { recorder.latest?.link(named: "wlan0")?.ipv4.contains("10.77.9.10") == true })
+            #expect(recorder.latest?.sequence == before.sequence + 1, "snapshots: \(recorder.all.map(\.sequence))")
+            #expect(recorder.latest?.defaultRoutes == before.defaultRoutes)
+        }
+    }
+
+    @Test func followedStateEqualsAFreshRead() async throws {
+        try await withMonitor("followedStateEqualsAFreshRead") { uplinks, recorder in
+            // Routes come and go by events; a link goes down (the kernel drops its IPv4 routes silently),
+            // comes back, and gets a new default; other tables and non-default routes change meanwhile.
+            try batch(uplinks, (0..<500).map { "route add 10.98.\($0 >> 8).\($0 & 255)/32 dev wlan0" } + [
+                "route add default via 10.77.2.1 dev wwan0 metric 50 table 100",
+                "route add default via 10.77.2.1 dev wwan0 metric 900",
+                "link set wlan0 down",
+                "link set wlan0 up",
+                "route add default via 10.77.1.1 dev wlan0 metric 300",
+                "route del default via 10.77.2.1 dev wwan0 metric 600",
+            ])
+            #expect(await eventually {
+                recorder.latest?.defaultRoutes.filter { $0.family == .ipv4 }.map(\.metric).sorted() == [300, 900]
+            }, "followed: \(String(describing: recorder.latest?.defaultRoutes))")
+            // A monitor started now reads the same state from scratch.
+            let fresh = NetlinkLinkMonitor(namespacePath: uplinks.device.path).snapshots()
+            var iterator = fresh.makeAsyncIterator()
+            let read = try #require(try await iterator.next())
+            #expect(recorder.latest?.sameState(as: read) == true,
+                    "followed \(String(describing: recorder.latest?.defaultRoutes)) read \(read.defaultRoutes)")
+        }
+    }
 }
