@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "SystemHints",
             dependencies: [
-                "CSystemdBus", "Links",
+                "CSystemdBus", "Links", "ConfigKit",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,4 +1,5 @@
 import Links
+import Foundation
 import Testing
 
 @testable import SystemHints
@@ -45,5 +46,38 @@ import Testing
         #expect(NetworkManagerDevice.ssidText([0xff, 0x00, 0x41]) == "ff0041")
         #expect(NetworkManagerDevice.ssidText([]) == nil)
         #expect(NetworkManagerDevice.ssidText(Array(repeating: 0x41, count: 33)) == nil)
+    }
+}
+
+/// systemd-networkd's DHCP lease files: option 43 with ANDROID_METERED is a metered guess.
+@Suite struct NetworkdLeaseTests {
+    @Test func androidMeteredInTheVendorOptionIsAHint() {
+        let lease = """
+            # This is private data. Do not parse.
+            ADDRESS=192.168.43.20
+            VENDOR_SPECIFIC=414E44524F49445F4D455445524544
+            """
+        #expect(NetworkdLease.hint(lease: lease) == LinkHint(metered: true, meteredSource: "networkd: DHCP ANDROID_METERED"))
+        // Lower-case hex, and the marker among other bytes, count too.
+        #expect(NetworkdLease.hint(lease: "VENDOR_SPECIFIC=01" + "414e44524f49445f4d455445524544" + "ff")?.metered == true)
+    }
+
+    @Test(arguments: ["ADDRESS=10.0.0.2", "VENDOR_SPECIFIC=414E44", "VENDOR_SPECIFIC=zz", "VENDOR_SPECIFIC=414",
+                      "VENDOR_SPECIFIC=" + String(repeating: "41", count: 300), ""])
+    func otherLeasesGiveNoHint(lease: String) {
+        #expect(NetworkdLease.hint(lease: lease) == nil)
+    }
+
+    @Test func leaseDirectoryIsReadByInterfaceIndex() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwleases-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Interface 1 is always `lo`.
+        try "VENDOR_SPECIFIC=414E44524F49445F4D455445524544\n".write(toFile: directory + "/1", atomically: true, encoding: .utf8)
+        try "garbage\n".write(toFile: directory + "/not-an-index", atomically: true, encoding: .utf8)
+        let hints = NetworkdLeaseHints.readLeases(directory)
+        #expect(hints.byName["lo"]?.metered == true)
+        #expect(hints.byName.count == 1)
+        #expect(NetworkdLeaseHints.readLeases(directory + "/missing") == LinkHints.none)
     }
 }
