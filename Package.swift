@@ -151,6 +151,8 @@ let package = Package(
             name: "bench-links", dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport"], path: "bench/links",
             exclude: ["run.sh"]),
         .executableTarget(
+            name: "bench-hints", dependencies: ["TestSupport", "Lab"], path: "bench/hints", exclude: ["run.sh"]),
+        .executableTarget(
             name: "bench-policy", dependencies: ["Policy", "Links", "ConfigKit"], path: "bench/policy",
             exclude: ["run.sh"]),
 
