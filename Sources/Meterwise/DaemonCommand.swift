@@ -51,7 +51,7 @@ struct DaemonCommand: AsyncParsableCommand {
         guard links == "netlink" || links == "scenario" else { throw ValidationError("--links must be netlink or scenario") }
         if links == "scenario" && scenario == nil { throw ValidationError("--links scenario needs --scenario FILE") }
         guard maxActive >= 1 else { throw ValidationError("--max-active must be at least 1") }
-        guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
+        try ArgumentLimits.checkSpeed(speed)
     }
 
     func run() async throws {

@@ -58,9 +58,10 @@ struct DemoCommand: AsyncParsableCommand {
     var timeout: Double?
 
     func validate() throws {
-        guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
-        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be greater than 0") }
+        try ArgumentLimits.checkSpeed(speed)
+        try ArgumentLimits.checkTimeout(timeout)
         guard Units.parseBytes(size) != nil else { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
+        try ArgumentLimits.checkGenerated(Units.parseBytes(size), option: "--size", text: size)
         if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("bad --rate \(rate): \(Units.rateHint)")
         }

@@ -32,7 +32,7 @@ struct LinksCommand: AsyncParsableCommand {
     var hints: HintChoice = .networkmanager
 
     func validate() throws {
-        guard speed > 0 else { throw ValidationError("--speed must be greater than 0") }
+        try ArgumentLimits.checkSpeed(speed)
         if scenario == nil && speed != 1 { throw ValidationError("--speed only applies with --scenario FILE") }
     }
 

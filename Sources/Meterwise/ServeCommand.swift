@@ -35,9 +35,10 @@ struct ServeCommand: AsyncParsableCommand {
     var rate: String?
 
     func validate() throws {
-        guard let bytes = Units.parseBytes(size), bytes > 0 else {
+        guard Units.parseBytes(size) != nil else {
             throw ValidationError("--size \(size) is not a size; \(Units.bytesHint).")
         }
+        try ArgumentLimits.checkGenerated(Units.parseBytes(size), option: "--size", text: size)
         if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("--rate \(rate) is not a rate; \(Units.rateHint).")
         }
