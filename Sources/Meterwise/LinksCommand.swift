@@ -28,7 +28,7 @@ struct LinksCommand: AsyncParsableCommand {
     @Option(help: "Replay speed for --scenario (20 plays 20 s in 1 s).")
     var speed: Double = 1
 
-    @Option(help: "Hints beyond the kernel: networkmanager (NetworkManager over D-Bus and networkd's DHCP leases, when they run) or none.")
+    @Option(help: "Hints beyond the kernel: networkmanager (NetworkManager and ModemManager over D-Bus, networkd's DHCP leases, when they run) or none.")
     var hints: HintChoice = .networkmanager
 
     func validate() throws {
@@ -54,7 +54,7 @@ struct LinksCommand: AsyncParsableCommand {
 }
 
 /// Which sources of hints beyond the kernel join the kernel's links: `networkmanager` is every system
-/// source (NetworkManager over D-Bus, systemd-networkd's DHCP leases), each when it runs.
+/// source (NetworkManager and ModemManager over D-Bus, systemd-networkd's DHCP leases), each when it runs.
 enum HintChoice: String, ExpressibleByArgument, CaseIterable {
     case networkmanager
     case none
@@ -74,7 +74,11 @@ enum LinkSource {
         case .none: return netlink
         case .networkmanager:
             return HintedLinkMonitor(
-                base: netlink, sources: [NetworkManagerHints(logger: logger), NetworkdLeaseHints(logger: logger)])
+                base: netlink,
+                sources: [
+                    NetworkManagerHints(logger: logger), NetworkdLeaseHints(logger: logger),
+                    ModemManagerHints(logger: logger),
+                ])
         }
     }
 

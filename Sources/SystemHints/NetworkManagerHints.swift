@@ -32,13 +32,35 @@ public struct NetworkManagerHints: LinkHintSource {
     }
 
     public func hints() -> AsyncStream<LinkHints> {
-        let (stream, continuation) = AsyncStream.makeStream(of: LinkHints.self, bufferingPolicy: .bufferingNewest(1))
-        let wake = WakePipe()
-        let loop = HintLoop(logger: logger, wake: wake) { continuation.yield($0) }
-        continuation.onTermination = { _ in wake.stop() }
-        let thread = Thread { loop.run() }
-        thread.start()
-        return stream
+        HintLoop.stream(reader: NetworkManagerReader(), logger: logger)
+    }
+}
+
+/// What a bus hint source watches and reads; `HintLoop` does the rest (connection, signals, back-off).
+protocol BusHintReader {
+    /// The well-known name of the service, for `NameOwnerChanged` and `NameHasOwner`.
+    var service: String { get }
+    /// How the service is called in log lines.
+    var displayName: String { get }
+    /// The match rules (besides `NameOwnerChanged` for `service`) whose signals mean "read again".
+    var matches: [String] { get }
+    /// The match rules for `PropertiesChanged` signals whose `Metered` values `quickUpdate` can use.
+    var meteredMatches: [String] { get }
+    /// The hints now; called on the loop's thread with the service running.
+    mutating func read(_ bus: SystemBus) throws(BusError) -> LinkHints
+    /// The hints after these `Metered` changes (object path, value), from what the last `read` learnt and
+    /// without any call on the bus; nil when that is not enough to tell.
+    mutating func quickUpdate(_ metered: [(path: String, value: UInt32)]) -> LinkHints?
+}
+
+extension BusHintReader {
+    var meteredMatches: [String] { [] }
+    mutating func quickUpdate(_ metered: [(path: String, value: UInt32)]) -> LinkHints? { nil }
+
+    /// The match rule for every `PropertiesChanged` that `sender` emits on objects under `root`.
+    static func propertiesChanged(sender: String, under root: String) -> String {
+        "type='signal',sender='\(sender)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+            + "path_namespace='\(root)'"
     }
 }
 
@@ -74,17 +96,30 @@ final class WakePipe: Sendable {
 }
 
 /// The loop of one `hints()` stream, on its own thread: it owns the bus connection.
-final class HintLoop: @unchecked Sendable {
+final class HintLoop<Reader: BusHintReader>: @unchecked Sendable {
     let logger: Logger
     let wake: WakePipe
     let emit: (LinkHints) -> Void
+    var reader: Reader
     var last: LinkHints?
     var saidNotRunning = false
 
-    init(logger: Logger, wake: WakePipe, emit: @escaping (LinkHints) -> Void) {
+    init(reader: Reader, logger: Logger, wake: WakePipe, emit: @escaping (LinkHints) -> Void) {
+        self.reader = reader
         self.logger = logger
         self.wake = wake
         self.emit = emit
+    }
+
+    /// A stream of `reader`'s hints, served by a loop on a thread of its own until the consumer goes away.
+    static func stream(reader: Reader, logger: Logger) -> AsyncStream<LinkHints> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LinkHints.self, bufferingPolicy: .bufferingNewest(1))
+        let wake = WakePipe()
+        let loop = HintLoop(reader: reader, logger: logger, wake: wake) { continuation.yield($0) }
+        continuation.onTermination = { _ in wake.stop() }
+        let thread = Thread { loop.run() }
+        thread.start()
+        return stream
     }
 
     func run() {
@@ -93,10 +128,10 @@ final class HintLoop: @unchecked Sendable {
             let bus: SystemBus
             do {
                 bus = try SystemBus()
-                try watchNetworkManager(on: bus)
+                try watch(on: bus)
             } catch {
                 if last == nil {
-                    logger.info("no system D-Bus (\(error)): no link hints from NetworkManager")
+                    logger.info("no system D-Bus (\(error)): no link hints from \(reader.displayName)")
                     publish(.none)
                     return
                 }
@@ -118,15 +153,12 @@ final class HintLoop: @unchecked Sendable {
         }
     }
 
-    func watchNetworkManager(on bus: SystemBus) throws(BusError) {
-        let nm = NetworkManagerHints.self
+    func watch(on bus: SystemBus) throws(BusError) {
         try bus.watch(
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-                + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(nm.service)'")
-        try bus.watch(
-            "type='signal',sender='\(nm.service)',interface='org.freedesktop.DBus.Properties',"
-                + "member='PropertiesChanged',path_namespace='\(nm.root)'")
-        try bus.watch("type='signal',sender='\(nm.service)',interface='\(nm.service)',path='\(nm.root)'")
+                + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(reader.service)'")
+        for rule in reader.matches { try bus.watch(rule) }
+        for rule in reader.meteredMatches { try bus.watchMetered(rule) }
     }
 
     /// Waits for signals and re-reads NetworkManager after each burst; returns when stopped.
@@ -135,6 +167,11 @@ final class HintLoop: @unchecked Sendable {
             try bus.processPending()
             if bus.changed.raised {
                 bus.changed.raised = false
+                // A Metered change the signal itself carries is published at once: reading the service
+                // again takes round trips while it is busy applying the change. The full read follows.
+                let metered = bus.changed.metered
+                bus.changed.metered = []
+                if !metered.isEmpty, let quick = reader.quickUpdate(metered) { publish(quick) }
                 publish(read(bus))
                 // Signals that arrived during the calls were queued by sd-bus: handle them first.
                 continue
@@ -149,32 +186,82 @@ final class HintLoop: @unchecked Sendable {
         }
     }
 
-    /// NetworkManager's devices now; empty hints when it does not run or answers nonsense.
+    /// The reader's hints now; empty when the service does not run or answers nonsense.
     func read(_ bus: SystemBus) -> LinkHints {
-        let nm = NetworkManagerHints.self
         do {
-            guard try bus.nameHasOwner(nm.service) else {
+            guard try bus.nameHasOwner(reader.service) else {
                 if !saidNotRunning {
-                    logger.info("NetworkManager is not running: no metered hints from it (followed if it starts)")
+                    logger.info("\(reader.displayName) is not running: no hints from it (followed if it starts)")
                     saidNotRunning = true
                 }
                 return .none
             }
             saidNotRunning = false
-            let global = NetworkManagerMetered(
-                rawValue: (try? bus.property(nm.service, nm.root, nm.service, "Metered"))?.uint32 ?? 0) ?? .unknown
-            let primaryDevices = Set(primaryConnectionDevices(bus))
-            let paths = try bus.property(nm.service, nm.root, nm.service, "Devices").strings ?? []
-            var devices: [NetworkManagerDevice] = []
-            for path in paths.prefix(512) {
-                guard let device = readDevice(bus, path: path, isPrimary: primaryDevices.contains(path)) else { continue }
-                devices.append(device)
-            }
-            return NetworkManagerDevice.hints(devices, global: global)
+            return try reader.read(bus)
         } catch {
-            logger.debug("reading NetworkManager: \(error)")
+            logger.debug("reading \(reader.displayName): \(error)")
             return .none
         }
+    }
+
+    func publish(_ hints: LinkHints) {
+        guard hints != last else { return }
+        last = hints
+        emit(hints)
+    }
+
+    /// Sleeps up to `milliseconds`; true when woken because the consumer went away.
+    func waitForWake(milliseconds: Int32) -> Bool {
+        var fds = [pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&fds, 1, milliseconds)
+        return wake.isStopped
+    }
+}
+
+/// NetworkManager's devices: `Metered`, the active access point's SSID and BSSID, the global `Metered`.
+struct NetworkManagerReader: BusHintReader {
+    let service = NetworkManagerHints.service
+    let displayName = "NetworkManager"
+    /// What the last read found: devices by object path, and the global Metered.
+    var devices: [String: NetworkManagerDevice] = [:]
+    var global = NetworkManagerMetered.unknown
+
+    var matches: [String] {
+        let nm = NetworkManagerHints.self
+        return ["type='signal',sender='\(nm.service)',interface='\(nm.service)',path='\(nm.root)'"]
+    }
+
+    var meteredMatches: [String] {
+        [Self.propertiesChanged(sender: NetworkManagerHints.service, under: NetworkManagerHints.root)]
+    }
+
+    mutating func quickUpdate(_ metered: [(path: String, value: UInt32)]) -> LinkHints? {
+        guard !devices.isEmpty else { return nil }
+        for (path, raw) in metered {
+            guard let value = NetworkManagerMetered(rawValue: raw) else { return nil }
+            if path == NetworkManagerHints.root {
+                global = value
+            } else if devices[path] != nil {
+                devices[path]?.metered = value
+            }
+        }
+        return NetworkManagerDevice.hints(devices.keys.sorted().compactMap { devices[$0] }, global: global)
+    }
+
+    mutating func read(_ bus: SystemBus) throws(BusError) -> LinkHints {
+        let nm = NetworkManagerHints.self
+        let global = NetworkManagerMetered(
+            rawValue: (try? bus.property(nm.service, nm.root, nm.service, "Metered"))?.uint32 ?? 0) ?? .unknown
+        let primaryDevices = Set(primaryConnectionDevices(bus))
+        let paths = try bus.property(nm.service, nm.root, nm.service, "Devices").strings ?? []
+        var devices: [String: NetworkManagerDevice] = [:]
+        for path in paths.prefix(512) {
+            guard let device = readDevice(bus, path: path, isPrimary: primaryDevices.contains(path)) else { continue }
+            devices[path] = device
+        }
+        self.devices = devices
+        self.global = global
+        return NetworkManagerDevice.hints(paths.compactMap { devices[$0] }, global: global)
     }
 
     func primaryConnectionDevices(_ bus: SystemBus) -> [String] {
@@ -202,18 +289,5 @@ final class HintLoop: @unchecked Sendable {
             device.bssid = (try? bus.property(nm.service, ap, nm.accessPointInterface, "HwAddress"))?.string
         }
         return device
-    }
-
-    func publish(_ hints: LinkHints) {
-        guard hints != last else { return }
-        last = hints
-        emit(hints)
-    }
-
-    /// Sleeps up to `milliseconds`; true when woken because the consumer went away.
-    func waitForWake(milliseconds: Int32) -> Bool {
-        var fds = [pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
-        _ = poll(&fds, 1, milliseconds)
-        return wake.isStopped
     }
 }

@@ -29,8 +29,12 @@ struct BusError: Error, CustomStringConvertible {
 /// like sd-bus itself: one thread owns it (`NetworkManagerHints`' loop).
 final class SystemBus {
     let bus: OpaquePointer
-    /// Set by signal callbacks; the owner reads and clears it.
-    final class Flag { var raised = false }
+    /// Set by signal callbacks; the owner reads and clears it. `metered` collects the `Metered` values that
+    /// `PropertiesChanged` signals carried, by object path, so the owner can act before any round trip.
+    final class Flag {
+        var raised = false
+        var metered: [(path: String, value: UInt32)] = []
+    }
     let changed = Flag()
 
     init() throws(BusError) {
@@ -51,6 +55,44 @@ final class SystemBus {
         // The slot is floating (nil): the match lives as long as the connection.
         let r = sd_bus_add_match(bus, nil, rule, handler, Unmanaged.passUnretained(changed).toOpaque())
         guard r >= 0 else { throw BusError(what: "cannot add the match \(rule)", code: r) }
+    }
+
+    /// Raises `changed` for every `PropertiesChanged` signal matching `rule`, and records the `Metered`
+    /// value one carries (with the object's path) in `changed.metered`.
+    func watchMetered(_ rule: String) throws(BusError) {
+        let handler: sd_bus_message_handler_t = { message, userdata, _ in
+            guard let userdata, let message else { return 0 }
+            let flag = Unmanaged<Flag>.fromOpaque(userdata).takeUnretainedValue()
+            flag.raised = true
+            if let path = sd_bus_message_get_path(message), let value = SystemBus.meteredValue(in: message) {
+                flag.metered.append((String(cString: path), value))
+            }
+            return 0
+        }
+        let r = sd_bus_add_match(bus, nil, rule, handler, Unmanaged.passUnretained(changed).toOpaque())
+        guard r >= 0 else { throw BusError(what: "cannot add the match \(rule)", code: r) }
+    }
+
+    /// The `Metered` entry of a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal.
+    static func meteredValue(in message: OpaquePointer) -> UInt32? {
+        var interface: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, type("s"), &interface) > 0,
+            sd_bus_message_enter_container(message, type("a"), "{sv}") > 0
+        else { return nil }
+        var found: UInt32?
+        for _ in 0..<256 {
+            guard sd_bus_message_enter_container(message, type("e"), "sv") > 0 else { break }
+            var key: UnsafePointer<CChar>?
+            if sd_bus_message_read_basic(message, type("s"), &key) > 0, let key, String(cString: key) == "Metered",
+                let value = try? readVariant(message, what: "Metered").uint32
+            {
+                found = value
+            } else {
+                _ = sd_bus_message_skip(message, "v")
+            }
+            _ = sd_bus_message_exit_container(message)
+        }
+        return found
     }
 
     /// Handles every message already received; returns false once nothing is left to do.
@@ -119,6 +161,27 @@ final class SystemBus {
         let reply = try call(destination, path, "org.freedesktop.DBus.Properties", "Get", [interface, name])
         defer { sd_bus_message_unref(reply) }
         return try Self.readVariant(reply, what: "\(interface).\(name)")
+    }
+
+    /// The object paths `org.freedesktop.DBus.ObjectManager.GetManagedObjects` on `path` lists (their
+    /// interfaces and properties are skipped).
+    func managedObjects(_ destination: String, _ path: String) throws(BusError) -> [String] {
+        let reply = try call(destination, path, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", [])
+        defer { sd_bus_message_unref(reply) }
+        var r = sd_bus_message_enter_container(reply, Self.type("a"), "{oa{sa{sv}}}")
+        guard r > 0 else { throw BusError(what: "GetManagedObjects gave no object list", code: r < 0 ? r : -EBADMSG) }
+        var paths: [String] = []
+        while paths.count < 4096 {
+            r = sd_bus_message_enter_container(reply, Self.type("e"), "oa{sa{sv}}")
+            if r <= 0 { break }
+            var value: UnsafePointer<CChar>?
+            r = sd_bus_message_read_basic(reply, Self.type("o"), &value)
+            if r > 0, let value { paths.append(String(cString: value)) }
+            _ = sd_bus_message_skip(reply, "a{sa{sv}}")
+            _ = sd_bus_message_exit_container(reply)
+        }
+        guard r >= 0 else { throw BusError(what: "cannot read GetManagedObjects", code: r) }
+        return paths
     }
 
     /// Reads the variant at the message's cursor as a `BusValue`.

@@ -81,3 +81,18 @@ import Testing
         #expect(NetworkdLeaseHints.readLeases(directory + "/missing") == LinkHints.none)
     }
 }
+
+/// ModemManager's 3GPP registration states as roaming hints.
+@Suite struct ModemRegistrationTests {
+    @Test(arguments: [
+        (UInt32(5), true), (7, true), (10, true), (1, false), (6, false), (9, false), (11, false),
+    ] as [(UInt32, Bool)])
+    func registeredStatesSayWhetherRoaming(state: UInt32, roaming: Bool) {
+        #expect(ModemRegistration.hint(registrationState: state) == LinkHint(roaming: roaming))
+    }
+
+    @Test(arguments: [UInt32(0), 2, 3, 4, 8, 12, .max])
+    func otherStatesSayNothing(state: UInt32) {
+        #expect(ModemRegistration.hint(registrationState: state) == nil)
+    }
+}
