@@ -133,8 +133,8 @@ static inline int mw_parse_default_route(const struct nlmsghdr *nlh, struct mw_d
     return 1;
 }
 
-/// Where parsed default routes go: a caller-owned array. `added[i]` says whether change i added (1) or
-/// removed (0) the route; a dump only adds.
+/// Where parsed default routes go: a caller-owned array of changes in the order they came; `added[i]` is
+/// the kind of change i (see MW_ROUTE_ADDED below); a dump only adds.
 struct mw_route_sink {
     struct mw_default_route *routes;
     unsigned char *added;
@@ -145,21 +145,41 @@ struct mw_route_sink {
     long long messages;  // route messages seen, default or not
 };
 
+/// Change kinds in `mw_route_sink.added`: a default route removed (0) or added (1), or a link that went
+/// down or away (2; `routes[i].ifindex` says which): the kernel drops its IPv4 routes without a message, so
+/// the reader drops them at that point of the sequence — a link that comes back up in the same burst gets
+/// only the routes added after it.
+enum { MW_ROUTE_REMOVED = 0, MW_ROUTE_ADDED = 1, MW_LINK_DOWN = 2 };
+
+static inline void mw_sink_append(struct mw_route_sink *sink, const struct mw_default_route *route, unsigned char kind) {
+    if (sink->count >= sink->capacity) { sink->full = 1; return; }
+    sink->routes[sink->count] = *route;
+    sink->added[sink->count] = kind;
+    sink->count++;
+}
+
 static inline void mw_sink_add(struct mw_route_sink *sink, const struct nlmsghdr *nlh) {
     struct mw_default_route route;
     int kind = mw_parse_default_route(nlh, &route);
     if (kind < 0) {
-        if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK || nlh->nlmsg_type == RTM_NEWADDR
-            || nlh->nlmsg_type == RTM_DELADDR)
+        if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {
             sink->links_changed = 1;
+            if (nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg))) {
+                const struct ifinfomsg *ifi = (const struct ifinfomsg *)NLMSG_DATA(nlh);
+                if (nlh->nlmsg_type == RTM_DELLINK || !(ifi->ifi_flags & IFF_UP)) {
+                    memset(&route, 0, sizeof route);
+                    route.ifindex = ifi->ifi_index;
+                    mw_sink_append(sink, &route, MW_LINK_DOWN);
+                }
+            }
+        } else if (nlh->nlmsg_type == RTM_NEWADDR || nlh->nlmsg_type == RTM_DELADDR) {
+            sink->links_changed = 1;
+        }
         return;
     }
     sink->messages++;
     if (kind == 0) return;
-    if (sink->count >= sink->capacity) { sink->full = 1; return; }
-    sink->routes[sink->count] = route;
-    sink->added[sink->count] = nlh->nlmsg_type == RTM_NEWROUTE;
-    sink->count++;
+    mw_sink_append(sink, &route, nlh->nlmsg_type == RTM_NEWROUTE ? MW_ROUTE_ADDED : MW_ROUTE_REMOVED);
 }
 
 static inline int mw_sink_callback(struct nl_msg *msg, void *arg) {

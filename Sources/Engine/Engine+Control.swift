@@ -54,8 +54,12 @@ extension Engine {
         var paused = runtime.pausedTotal
         if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
         let link = runtime.active ? runtime.link : nil
-        return JobStatus(job: runtime.record, pausedSeconds: paused.seconds, link: link,
-                         action: runtime.decision?.action.rawValue)
+        // A finished job has no policy action any more, nor a policy reason.
+        let final = runtime.record.state.isFinal
+        var record = runtime.record
+        if final { record.reason = nil }
+        return JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
+                         action: final ? nil : runtime.decision?.action.rawValue)
     }
 
     /// Every job, in the order they were added.

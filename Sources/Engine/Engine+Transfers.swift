@@ -183,6 +183,7 @@ extension Engine {
     }
 
     func persist(_ id: String) {
+        jobs[id]?.record.updatedAt = now
         guard let record = jobs[id]?.record else { return }
         do {
             try store.update(record)

@@ -8,12 +8,14 @@ enum PolicyOption {
         /etc/meterwise/policies.d when present, else the built-in policies/default.yaml.
         """
 
-    /// Loads the policy `source` names; a bad policy is a usage error that lists every problem.
+    /// Loads the policy `source` names. A bad policy prints every problem (`file:line:column` and the fix)
+    /// and exits 78 (EX_CONFIG): the command line was right, the file is not, so no usage text follows.
     static func load(_ source: PolicySource) throws -> PolicySet {
         do {
             return try source.load()
         } catch {
-            throw ValidationError("policy \(source): \(error)")
+            Output.error("Error: policy \(source): \(error)")
+            throw ExitCode(78)
         }
     }
 }

@@ -52,7 +52,9 @@ struct NetlinkDump {
                 capacity *= 4
                 continue
             }
-            return Set(sink.changes.map(\.route))
+            return Set(sink.changes.compactMap { change in
+                if case .added(let route) = change { route } else { nil }
+            })
         }
     }
 

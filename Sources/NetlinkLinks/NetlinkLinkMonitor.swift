@@ -187,13 +187,18 @@ final class ReceiveLoop: Sendable {
                 routes = try dump.readDefaultRoutes(routeRequests)
             } else {
                 for change in sink.changes {
-                    if change.added { routes.insert(change.route) } else { routes.remove(change.route) }
+                    switch change {
+                    case .added(let route): routes.insert(route)
+                    case .removed(let route): routes.remove(route)
+                    // The kernel drops the IPv4 routes of a link that goes down or away without a word; a
+                    // link back up in the same burst keeps only the routes added after it came back.
+                    case .linkDown(let index): routes = routes.filter { $0.linkIndex != index }
+                    }
                 }
                 if sink.raw.links_changed != 0 {
                     links = try dump.readLinks(requests)
-                    // The kernel drops the IPv4 routes of a link that goes down or away without a word.
-                    let up = Set(links.filter(\.up).map(\.index))
-                    routes = routes.filter { up.contains($0.linkIndex) }
+                    let present = Set(links.filter(\.up).map(\.index))
+                    routes = routes.filter { present.contains($0.linkIndex) }
                 }
             }
             publish()

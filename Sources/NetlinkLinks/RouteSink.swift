@@ -52,7 +52,21 @@ final class RouteSink {
         raw.messages = 0
     }
 
-    var changes: [(route: RouteKey, added: Bool)] {
-        (0..<Int(raw.count)).map { (RouteKey(routes[$0]), added[$0] != 0) }
+    /// One change, in the order the kernel reported it.
+    enum Change {
+        case added(RouteKey)
+        case removed(RouteKey)
+        /// The link went down or away: the kernel dropped its routes without a word.
+        case linkDown(Int)
+    }
+
+    var changes: [Change] {
+        (0..<Int(raw.count)).map { index in
+            switch Int(added[index]) {
+            case Int(MW_LINK_DOWN): .linkDown(Int(routes[index].ifindex))
+            case Int(MW_ROUTE_ADDED): .added(RouteKey(routes[index]))
+            default: .removed(RouteKey(routes[index]))
+            }
+        }
     }
 }
