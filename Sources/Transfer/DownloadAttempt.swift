@@ -193,7 +193,7 @@ extension DownloadRun {
                 response = try await client.execute(http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
-                return .retry(after: nil, reason: "the request failed (\(error))", progressed: false)
+                return .retry(after: nil, reason: "the request failed: \(FailureText.describe(error))", progressed: false)
             }
             let head = ResponseHead(response)
             let decision = ResponseClassifier.classify(

@@ -1,0 +1,43 @@
+import AsyncHTTPClient
+import NIOCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a failed request says to a person: the system's words for an errno (`Connection refused`), a
+/// sentence for the HTTP client's own failures; never a library type name. The full error goes to the
+/// debug log.
+enum FailureText {
+    static func describe(_ error: any Error) -> String {
+        if let io = error as? IOError { return errnoText(io.errnoCode) }
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout: return "connecting timed out"
+            case .readTimeout: return "the server stopped sending"
+            case .remoteConnectionClosed: return "the server closed the connection"
+            case .invalidURL: return "the URL is not valid"
+            case .deadlineExceeded: return "the request took too long"
+            case .getConnectionFromPoolTimeout: return "no connection became free in time"
+            default: return "the HTTP request failed"
+            }
+        }
+        if let channel = error as? ChannelError {
+            switch channel {
+            case .connectTimeout: return "connecting timed out"
+            case .ioOnClosedChannel, .alreadyClosed, .eof: return "the connection closed"
+            default: return "the connection failed"
+            }
+        }
+        let text = String(describing: error)
+        // NIO's connection errors name the errno at the end: `... (errno: 111)`.
+        if let range = text.firstRange(of: "errno: "), let code = Int32(text[range.upperBound...].prefix { $0.isNumber }) {
+            return errnoText(code)
+        }
+        return "the request failed"
+    }
+
+    static func errnoText(_ code: Int32) -> String {
+        String(cString: strerror(code)).lowercased()
+    }
+}
