@@ -22,8 +22,13 @@ public struct ControlClient: Sendable {
     }
 
     func checkSocket() throws(ClientError) {
-        guard FileManager.default.fileExists(atPath: socketPath) else {
+        var info = stat()
+        guard stat(socketPath, &info) == 0 else {
             throw ClientError(message: "no control socket at \(socketPath): is `meterwise daemon` running? (--socket sets the path)", status: 0)
+        }
+        // A regular file or a folder there would make the connection wait for its timeout.
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw ClientError(message: "\(socketPath) is not a socket: give the daemon's socket with --socket", status: 0)
         }
     }
 

@@ -140,5 +140,14 @@ import Testing
         let run = try BinaryRun.run(["list", "--socket", "/tmp/no-such-meterwise.sock"])
         #expect(run.status != 0)
         #expect(run.stderr.contains("is `meterwise daemon` running?"), "\(run.stderr)")
+        // A file that is not a socket fails at once, instead of waiting for a connection timeout.
+        let plain = FileManager.default.temporaryDirectory.appendingPathComponent("mw-not-a-socket-\(getpid())").path
+        FileManager.default.createFile(atPath: plain, contents: Data("x".utf8))
+        defer { try? FileManager.default.removeItem(atPath: plain) }
+        let start = ContinuousClock.now
+        let notSocket = try BinaryRun.run(["list", "--socket", plain])
+        #expect(notSocket.status != 0)
+        #expect(notSocket.stderr.contains("is not a socket"), "\(notSocket.stderr)")
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 }
