@@ -53,6 +53,7 @@ extension Engine {
 
     func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
         guard var runtime = jobs[id], runtime.running, let download = runtime.download else { return }
+        let alreadyStopping = runtime.stopping
         runtime.stopping = true
         if !byUser && !cancel {
             runtime.pausedByPolicy = true
@@ -60,7 +61,8 @@ extension Engine {
             runtime.record.state = .waiting
         }
         jobs[id] = runtime
-        events.publish(.paused(job: id, reason: reason, byUser: byUser))
+        // A cancel while a pause is still finishing says nothing new until the transfer has ended.
+        if !alreadyStopping { events.publish(.paused(job: id, reason: reason, byUser: byUser)) }
         commandSink.yield(.stopTransfer(download, cancel: cancel))
     }
 
@@ -152,6 +154,15 @@ extension Engine {
             runtime.download = nil
             jobs[id] = runtime
             events.publish(.completed(job: id, download))
+        case .success(.paused) where runtime.record.state == .cancelled:
+            // Cancelled while a pause was finishing: the transfer ended paused, so finish the cancel here.
+            let request = DownloadRequest(url: runtime.record.url, destination: runtime.record.destination)
+            for path in [request.partialPath, request.checkpointPath] {
+                try? FileManager.default.removeItem(atPath: path)
+            }
+            runtime.download = nil
+            jobs[id] = runtime
+            events.publish(.cancelled(job: id))
         case .success(.paused):
             if runtime.record.state == .running { runtime.record.state = .waiting }
             jobs[id] = runtime

@@ -180,4 +180,22 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: job.checkpointPath))
         }
     }
+
+    /// A cancel that arrives while the user's pause is still stopping the transfer is a cancel all the same:
+    /// the `cancelled` event comes, and the partial file and checkpoint go.
+    @Test func cancelWhilePauseIsFinishingStillCancels() async throws {
+        try await withHarness(size: 4 << 20, bytesPerSecond: 1 << 20) { h in
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            let job = try await h.add()
+            #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 300 << 10 })
+            try await h.engine.pause(job.id)
+            try await h.engine.cancel(job.id)
+            #expect(await h.until { h.events.contains { if case .cancelled = $0 { true } else { false } } },
+                    "no cancelled event")
+            #expect(try await h.state(job.id) == .cancelled)
+            #expect(await h.until { !FileManager.default.fileExists(atPath: job.destination + ".part") })
+            #expect(await h.until { !FileManager.default.fileExists(atPath: job.checkpointPath) })
+            #expect(h.count(\.isPaused) <= 1, "a second paused event for one stop")
+        }
+    }
 }
