@@ -10,6 +10,10 @@ extension Engine {
         var spec = spec
         if let problem = DownloadURL.problem(spec.url) { throw EngineError(.invalidRequest, problem) }
         if let problem = spec.problem { throw EngineError(.invalidRequest, problem) }
+        if let sha256 = spec.sha256 {
+            guard let parsed = ExpectedSHA256.parse(sha256) else { throw EngineError(.invalidRequest, ExpectedSHA256.hint) }
+            spec.sha256 = parsed
+        }
         guard spec.destination.hasPrefix("/") else {
             throw EngineError(.invalidRequest, "the destination must be an absolute path: \(spec.destination)")
         }
@@ -23,7 +27,7 @@ extension Engine {
         }
         let id = id ?? Self.newID()
         let record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
-                               expectedSHA256: spec.sha256?.lowercased(), size: spec.size, priority: spec.priority, tags: spec.tags,
+                               expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
                                checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
                                now: now)
@@ -33,6 +37,14 @@ extension Engine {
         events.publish(.added(job: id))
         reconcile(id)
         return jobs[id]?.record ?? record
+    }
+
+    /// Deletes a cancelled job's partial file and checkpoint (named as Transfer names them).
+    static func removePartialFiles(of record: JobRecord) {
+        let request = DownloadRequest(url: record.url, destination: record.destination)
+        for path in [request.partialPath, request.checkpointPath] {
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     func runtime(_ id: String) throws(EngineError) -> JobRuntime<C.Instant> {
@@ -106,10 +118,7 @@ extension Engine {
         if runtime.running {
             stopTransfer(id, reason: "cancelled by the user", byUser: true, cancel: true)
         } else {
-            let request = DownloadRequest(url: runtime.record.url, destination: runtime.record.destination)
-            for path in [request.partialPath, request.checkpointPath] {
-                try? FileManager.default.removeItem(atPath: path)
-            }
+            Self.removePartialFiles(of: runtime.record)
             events.publish(.cancelled(job: id))
         }
         jobs[id]?.record.state = .cancelled

@@ -156,10 +156,7 @@ extension Engine {
             events.publish(.completed(job: id, download))
         case .success(.paused) where runtime.record.state == .cancelled:
             // Cancelled while a pause was finishing: the transfer ended paused, so finish the cancel here.
-            let request = DownloadRequest(url: runtime.record.url, destination: runtime.record.destination)
-            for path in [request.partialPath, request.checkpointPath] {
-                try? FileManager.default.removeItem(atPath: path)
-            }
+            Self.removePartialFiles(of: runtime.record)
             runtime.download = nil
             jobs[id] = runtime
             events.publish(.cancelled(job: id))

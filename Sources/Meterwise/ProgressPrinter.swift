@@ -151,7 +151,7 @@ final class ProgressPrinter: Sendable {
             fields = [("event", .string("restarted")), ("reason", .string(reason))]
         case .retrying(let attempt, let delay, let reason):
             fields = [("event", .string("retrying")), ("attempt", .int(Int64(attempt))),
-                      ("delay_seconds", .double(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)),
+                      ("delay_seconds", .double(delay.seconds)),
                       ("reason", .string(reason))]
         case .warning(let text):
             fields = [("event", .string("warning")), ("message", .string(text))]

@@ -28,12 +28,9 @@ public struct JobSpec: Sendable, Codable, Hashable {
         self.segments = segments
     }
 
-    /// Nil when every optional field is within bounds; otherwise what to fix. (The URL and the destination
-    /// are checked by the daemon, which knows the file system.)
+    /// Nil when every optional field is within bounds; otherwise what to fix. (The URL, the sha256 and the
+    /// destination are checked by the daemon, with the checks `get` uses.)
     public var problem: String? {
-        if let sha256, sha256.utf8.count != 64 || !sha256.utf8.allSatisfy({ Self.isHex($0) }) {
-            return "sha256 takes 64 hex digits, e.g. the first word of sha256sum's output"
-        }
         if let size, size < 0 || size > 1 << 50 { return "size must be a number of bytes from 0 to 2^50" }
         if let segments, !(1...16).contains(segments) { return "segments must be from 1 to 16" }
         if !(-1_000_000...1_000_000).contains(priority) { return "priority must be from -1000000 to 1000000" }
@@ -44,10 +41,6 @@ public struct JobSpec: Sendable, Codable, Hashable {
         if url.utf8.count > 16384 { return "url is longer than 16 KiB" }
         if destination.utf8.count > 4096 { return "destination is longer than 4096 bytes" }
         return nil
-    }
-
-    static func isHex(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
     }
 
     /// The JSON contract is snake_case (docs/api.md).

@@ -195,11 +195,7 @@ final class ReceiveLoop: Sendable {
                     case .linkDown(let index): routes = routes.filter { $0.linkIndex != index }
                     }
                 }
-                if sink.raw.links_changed != 0 {
-                    links = try dump.readLinks(requests)
-                    let present = Set(links.filter(\.up).map(\.index))
-                    routes = routes.filter { present.contains($0.linkIndex) }
-                }
+                if sink.raw.links_changed != 0 { links = try dump.readLinks(requests) }
             }
             publish()
         }

@@ -52,7 +52,12 @@ final class SystemBus {
             if let userdata { Unmanaged<Flag>.fromOpaque(userdata).takeUnretainedValue().raised = true }
             return 0
         }
-        // The slot is floating (nil): the match lives as long as the connection.
+        try addMatch(rule, handler)
+    }
+
+    /// Registers `handler` for `rule` with `changed` as its userdata. The slot is floating (nil): the match
+    /// lives as long as the connection.
+    private func addMatch(_ rule: String, _ handler: sd_bus_message_handler_t) throws(BusError) {
         let r = sd_bus_add_match(bus, nil, rule, handler, Unmanaged.passUnretained(changed).toOpaque())
         guard r >= 0 else { throw BusError(what: "cannot add the match \(rule)", code: r) }
     }
@@ -69,8 +74,7 @@ final class SystemBus {
             }
             return 0
         }
-        let r = sd_bus_add_match(bus, nil, rule, handler, Unmanaged.passUnretained(changed).toOpaque())
-        guard r >= 0 else { throw BusError(what: "cannot add the match \(rule)", code: r) }
+        try addMatch(rule, handler)
     }
 
     /// The `Metered` entry of a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal.
