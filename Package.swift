@@ -78,10 +78,14 @@ let package = Package(
             name: "Policy",
             dependencies: ["Links", "ConfigKit", .product(name: "Yams", package: "Yams")]
         ),
+        // Linux calls Swift cannot make directly: per-thread file-system credentials, faccessat2, renameat2,
+        // flock, SO_PEERCRED (Transfer and Engine only).
+        .target(name: "CFileCalls"),
         // The checkpointed ranged downloader (library product MeterwiseTransfer).
         .target(
             name: "Transfer",
             dependencies: [
+                "CFileCalls",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -119,7 +123,7 @@ let package = Package(
         .target(
             name: "Engine",
             dependencies: [
-                "Links", "Policy", "Transfer", "MeterwiseClient",
+                "Links", "Policy", "Transfer", "MeterwiseClient", "CFileCalls",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

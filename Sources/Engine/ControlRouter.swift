@@ -20,6 +20,7 @@ public struct ControlResponse: Sendable {
         case .notFound: status = 404
         case .invalidRequest: status = 400
         case .conflict: status = 409
+        case .forbidden: status = 403
         case .store, .socket: status = 500
         }
         return json(ControlAPI.ErrorBody(error: error.description, code: error.code.rawValue), status: status)
@@ -34,7 +35,8 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
         self.engine = engine
     }
 
-    public func handle(method: String, path: String, body: Data) async -> ControlResponse {
+    /// Answers one request from `asker`: users see and control only their own jobs (root sees all).
+    public func handle(method: String, path: String, body: Data, asker: Asker = .process) async -> ControlResponse {
         let parts = path.split(separator: "?").first.map { $0.split(separator: "/").map(String.init) } ?? []
         let id = parts.count >= 3 && parts[0] == "v1" && parts[1] == "jobs" ? parts[2] : nil
         let route = (method, parts.count >= 2 ? "/" + parts.prefix(2).joined(separator: "/") : "/" + parts.joined(separator: "/"),
@@ -42,7 +44,7 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
         do {
             switch route {
             case ("GET", "/v1/jobs", 2):
-                return .json(await engine.list())
+                return .json(await engine.list(for: asker))
             case ("POST", "/v1/jobs", 2):
                 let spec: JobSpec
                 do {
@@ -52,12 +54,12 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                         .invalidRequest,
                         "the body must be a JSON job {\"url\": ..., \"destination\": ...}: \(Self.describe(error))")
                 }
-                let record = try await engine.add(spec)
-                return .json(try await engine.status(record.id), status: 201)
+                let record = try await engine.add(spec, by: asker)
+                return .json(try await engine.status(record.id, for: asker), status: 201)
             case ("GET", "/v1/jobs", 3):
-                return .json(try await engine.status(id!))
+                return .json(try await engine.status(id!, for: asker))
             case ("GET", "/v1/jobs", 4) where parts[3] == "explain":
-                let explanation = try await engine.explain(id!)
+                let explanation = try await engine.explain(id!, for: asker)
                 let decision = explanation.decision
                 return .json(ControlAPI.ExplainBody(
                     action: decision.action.rawValue, rule: decision.rule, rate: decision.rate,
@@ -67,14 +69,16 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                     throw EngineError(.invalidRequest, "unknown action \(parts[3]): use pause, resume or cancel")
                 }
                 switch command {
-                case .pause: try await engine.pause(id!)
-                case .resume: try await engine.resume(id!)
-                case .cancel: try await engine.cancel(id!)
+                case .pause: try await engine.pause(id!, for: asker)
+                case .resume: try await engine.resume(id!, for: asker)
+                case .cancel: try await engine.cancel(id!, for: asker)
                 }
-                return .json(try await engine.status(id!))
+                return .json(try await engine.status(id!, for: asker))
             case ("GET", "/v1/links", 2):
                 return .json(LinkSnapshotDocument(await engine.snapshot))
             case ("GET", "/metrics", 1):
+                // Every job's figures: for root and the daemon's own user only.
+                guard asker.seesEveryJob else { throw EngineError(.forbidden, "/metrics is for root and the daemon's user") }
                 let text = await Metrics.render(engine: engine)
                 return ControlResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Data(text.utf8))
             default:

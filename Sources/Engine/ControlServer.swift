@@ -1,4 +1,6 @@
+import CFileCalls
 import Foundation
+import Synchronization
 import MeterwiseClient
 import Logging
 import NIOCore
@@ -8,13 +10,20 @@ import NIOPosix
 /// The control API: HTTP/1.1 + JSON on a Unix domain socket (docs/api.md).
 ///
 /// The socket is created with mode 0600 (0660 with a group), so only its owner (and the group) may
-/// talk to the daemon. `bind()` creates it; `serve(_:)` answers until its task is cancelled, then removes
-/// the socket file.
+/// talk to the daemon; every request carries its asker's uid (SO_PEERCRED). `bind()` creates it;
+/// `serve(_:)` answers until its task is cancelled, then removes the socket file if it is still its own.
+/// Each user may hold `ConnectionCount.perUser` connections; a connection that sends nothing for
+/// `idleTimeout` is closed (event streams excepted).
 public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.Instant: Sendable {
     public let path: String
     public let group: String?
     let router: ControlRouter<C>
     let logger: Logger
+    let connections = ConnectionCount()
+    /// The published socket's device and inode, to remove only it at the end.
+    let published = PublishedSocket()
+    static var idleTimeout: TimeAmount { .seconds(30) }
+    static var idleHandlerName: String { "meterwise.idle" }
 
     public init(path: String, group: String? = nil, engine: Engine<C>,
                 logger: Logger = Logger(label: "meterwise.api")) {
@@ -28,51 +37,82 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
 
     /// Binds the socket; call `serve` with the result.
     public func bind() async throws -> NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never> {
-        let directory = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw EngineError(.socket, "cannot create \(directory) for the control socket: choose another --socket", cause: error)
-        }
-        let previous = umask(0o177)
-        defer { umask(previous) }
+        let socket = ControlSocket(path: path, group: group)
+        try socket.checkFree()
+        let privateDirectory = try socket.makePrivateDirectory()
+        defer { rmdir(privateDirectory) }
+        let bound = privateDirectory + "/socket"
         let channel: NIOAsyncChannel<Connection, Never>
         do {
             channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { child in
+                .serverChannelOption(.backlog, value: 256)
+                .bind(unixDomainSocketPath: bound, cleanupExistingSocketFile: false) { child in
                     child.eventLoop.makeCompletedFuture {
+                        try child.pipeline.syncOperations.addHandler(
+                            IdleStateHandler(readTimeout: Self.idleTimeout), name: Self.idleHandlerName)
+                        try child.pipeline.syncOperations.addHandler(IdleCloser())
                         try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                         return try Connection(wrappingChannelSynchronously: child)
                     }
                 }
         } catch {
-            throw EngineError(.socket, "cannot listen on \(path): is another daemon running? (remove the file if not)", cause: error)
+            unlink(bound)
+            throw EngineError(.socket, "cannot listen on \(path): choose another --socket", cause: error)
         }
-        if let group {
-            guard let entry = getgrnam(group) else {
-                throw EngineError(.socket, "no group \(group): create it or drop --group")
-            }
-            chown(path, getuid(), entry.pointee.gr_gid)
-            chmod(path, 0o660)
-        } else {
-            chmod(path, 0o600)
+        do {
+            published.set(try socket.publish(bound))
+        } catch {
+            unlink(bound)
+            try? await channel.channel.close()
+            throw error
         }
         return channel
     }
 
     /// Serves connections until cancelled.
     public func serve(_ channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>) async throws {
-        defer { unlink(path) }
+        defer {
+            if let identity = published.get() { ControlSocket(path: path, group: group).remove(ifStill: identity) }
+        }
         try await withThrowingDiscardingTaskGroup { group in
             try await channel.executeThenClose { inbound in
                 for try await connection in inbound {
-                    group.addTask { await self.handle(connection) }
+                    group.addTask { await self.accept(connection) }
                 }
             }
         }
     }
 
-    func handle(_ connection: Connection) async {
+    /// Reads who is asking, applies the per-user connection cap, then serves the connection.
+    func accept(_ connection: Connection) async {
+        guard let asker = await Self.asker(of: connection.channel) else {
+            logger.debug("control connection without peer credentials refused")
+            try? await connection.channel.close()
+            return
+        }
+        guard connections.open(for: asker.uid) else {
+            logger.notice("uid \(asker.uid) has \(ConnectionCount.perUser) control connections open; one more was refused")
+            try? await connection.executeThenClose { _, outbound in
+                try await respond(outbound, head: nil, ControlResponse.json(
+                    ControlAPI.ErrorBody(error: "too many connections from uid \(asker.uid): close some and try again",
+                                         code: EngineError.Code.invalidRequest.rawValue), status: 429))
+            }
+            return
+        }
+        defer { connections.close(for: asker.uid) }
+        await handle(connection, asker: asker)
+    }
+
+    /// The peer's uid and gid as the kernel recorded them at connect (SO_PEERCRED).
+    static func asker(of channel: any Channel) async -> Asker? {
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        let future: EventLoopFuture<mw_peer_credentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(mw_so_peercred()))
+        guard let credentials = try? await future.get() else { return nil }
+        return Asker(uid: credentials.uid, gid: credentials.gid)
+    }
+
+    func handle(_ connection: Connection, asker: Asker) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var head: HTTPRequestHead?
@@ -92,10 +132,13 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                     case .end:
                         guard let request = head else { continue }
                         if request.method == .GET && request.uri.hasPrefix("/v1/events") {
-                            try await streamEvents(outbound, head: request)
+                            // A watcher may stay quiet for hours: no idle timeout from here on.
+                            try? await connection.channel.pipeline.removeHandler(name: Self.idleHandlerName).get()
+                            try await streamEvents(outbound, head: request, asker: asker)
                             return
                         }
-                        let response = await router.handle(method: request.method.rawValue, path: request.uri, body: body)
+                        let response = await router.handle(method: request.method.rawValue, path: request.uri, body: body,
+                                                           asker: asker)
                         try await respond(outbound, head: request, response)
                         head = nil
                     }
@@ -119,7 +162,8 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
     }
 
     /// `GET /v1/events`: one JSON object per line, chunked, until the client goes away.
-    func streamEvents(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead) async throws {
+    func streamEvents(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead,
+                      asker: Asker) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-ndjson")
         headers.add(name: "Transfer-Encoding", value: "chunked")
@@ -132,8 +176,53 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
             ControlAPI.body(for: .links(await engine.snapshot))) + Data("\n".utf8)))))
         for await event in events {
             guard let body = ControlAPI.body(for: event) else { continue }
+            // Other users' jobs are not this asker's business.
+            if let job = body.job, !asker.seesEveryJob, await !engine.isVisible(job, to: asker) { continue }
             try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: try encoder.encode(body) + Data("\n".utf8)))))
         }
         try await outbound.write(.end(nil))
     }
+}
+
+/// Open control connections per uid, so one user's idle connections cannot lock out the others.
+final class ConnectionCount: Sendable {
+    static let perUser = 64
+    private let counts = Mutex<[UInt32: Int]>([:])
+
+    /// Counts a new connection; false (and nothing counted) when the user is at the cap. Root has none.
+    func open(for uid: UInt32) -> Bool {
+        counts.withLock { counts in
+            let now = counts[uid, default: 0]
+            guard uid == 0 || now < Self.perUser else { return false }
+            counts[uid] = now + 1
+            return true
+        }
+    }
+
+    func close(for uid: UInt32) {
+        counts.withLock { counts in
+            let left = counts[uid, default: 1] - 1
+            counts[uid] = left > 0 ? left : nil
+        }
+    }
+}
+
+/// Closes a connection that sent nothing for the idle timeout.
+final class IdleCloser: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+}
+
+/// The device and inode of the socket file this server published.
+final class PublishedSocket: Sendable {
+    private let identity = Mutex<(dev_t, ino_t)?>(nil)
+    func set(_ value: (dev_t, ino_t)) { identity.withLock { $0 = value } }
+    func get() -> (dev_t, ino_t)? { identity.withLock { $0 } }
 }

@@ -5,8 +5,9 @@ import Policy
 import Transfer
 
 extension Engine {
-    /// Adds a job and decides it at once. Fails when the destination is taken.
-    public func add(_ spec: JobSpec, id: String? = nil) throws(EngineError) -> JobRecord {
+    /// Adds a job for `asker` and decides it at once. Fails when the destination is taken, or when its
+    /// directory is not writable by the asker (checked with the asker's rights, not the daemon's).
+    public func add(_ spec: JobSpec, id: String? = nil, by asker: Asker = .process) throws(EngineError) -> JobRecord {
         var spec = spec
         if let problem = DownloadURL.problem(spec.url) { throw EngineError(.invalidRequest, problem) }
         if let problem = spec.problem { throw EngineError(.invalidRequest, problem) }
@@ -17,20 +18,27 @@ extension Engine {
         guard spec.destination.hasPrefix("/") else {
             throw EngineError(.invalidRequest, "the destination must be an absolute path: \(spec.destination)")
         }
-        // One destination, one spelling: `/d/./x`, `/d//x` and `/e/../d/x` are `/d/x`.
-        spec.destination = URL(fileURLWithPath: spec.destination).standardized.path
-        if let other = jobs.values.first(where: { $0.record.destination == spec.destination && !$0.record.state.isFinal }) {
-            throw EngineError(.conflict, "job \(other.record.id) already downloads to \(spec.destination): choose another -o")
+        // One destination, one spelling: `/d/./x`, `/d//x`, `/e/../d/x` and `/link-to-d/x` are `/d/x`.
+        let lexical = URL(fileURLWithPath: spec.destination).standardized.path
+        do {
+            spec.destination = try DestinationCheck.resolve(lexical, identity: asker.identity)
+        } catch {
+            switch error.code {
+            case .permission: throw EngineError(.forbidden, error.message)
+            case .destinationExists: throw EngineError(.conflict, error.message)
+            default: throw EngineError(.invalidRequest, error.message)
+            }
         }
-        if FileManager.default.fileExists(atPath: spec.destination) {
-            throw EngineError(.conflict, "\(spec.destination) exists already: remove it or choose another -o")
+        if let other = jobs.values.first(where: { $0.record.destination == spec.destination && !$0.record.state.isFinal }) {
+            let whose = asker.owns(other.record) ? "job \(other.record.id)" : "another user's job"
+            throw EngineError(.conflict, "\(whose) already downloads to \(spec.destination): choose another -o")
         }
         let id = id ?? Self.newID()
         let record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
                                expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
                                checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
-                               now: now)
+                               ownerUID: asker.uid, ownerGID: asker.gid, now: now)
         try store.insert(record)
         jobs[id] = JobRuntime(record: record)
         order.append(id)
@@ -39,17 +47,22 @@ extension Engine {
         return jobs[id]?.record ?? record
     }
 
-    /// Deletes a cancelled job's partial file and checkpoint (named as Transfer names them).
+    /// Deletes a cancelled job's partial file and checkpoint, with its owner's rights.
     static func removePartialFiles(of record: JobRecord) {
-        let request = DownloadRequest(url: record.url, destination: record.destination)
-        for path in [request.partialPath, request.checkpointPath] {
-            try? FileManager.default.removeItem(atPath: path)
-        }
+        Download.removePartial(of: record.destination, identity: record.owner.identity)
     }
 
-    func runtime(_ id: String) throws(EngineError) -> JobRuntime<C.Instant> {
-        guard let runtime = jobs[id] else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
+    /// The job, if `asker` may see it: another user's job is "not found", as if it did not exist.
+    func runtime(_ id: String, for asker: Asker = .process) throws(EngineError) -> JobRuntime<C.Instant> {
+        guard let runtime = jobs[id], asker.owns(runtime.record) else {
+            throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs")
+        }
         return runtime
+    }
+
+    /// Whether `asker` may see the job (for the event stream).
+    public func isVisible(_ id: String, to asker: Asker) -> Bool {
+        jobs[id].map { asker.owns($0.record) } ?? false
     }
 
     static func newID() -> String {
@@ -57,8 +70,8 @@ extension Engine {
         return String((0..<8).map { _ in alphabet.randomElement()! })
     }
 
-    public func status(_ id: String) throws(EngineError) -> JobStatus {
-        let runtime = try runtime(id)
+    public func status(_ id: String, for asker: Asker = .process) throws(EngineError) -> JobStatus {
+        let runtime = try runtime(id, for: asker)
         return status(of: runtime)
     }
 
@@ -74,21 +87,21 @@ extension Engine {
                          action: final ? nil : runtime.decision?.action.rawValue)
     }
 
-    /// Every job, in the order they were added.
-    public func list() -> [JobStatus] {
-        order.compactMap { jobs[$0] }.map { status(of: $0) }
+    /// Every job `asker` may see, in the order they were added.
+    public func list(for asker: Asker = .process) -> [JobStatus] {
+        order.compactMap { jobs[$0] }.filter { asker.owns($0.record) }.map { status(of: $0) }
     }
 
     /// The policy's explanation of a job's decision right now.
-    public func explain(_ id: String) throws(EngineError) -> Explanation {
-        let runtime = try runtime(id)
+    public func explain(_ id: String, for asker: Asker = .process) throws(EngineError) -> Explanation {
+        let runtime = try runtime(id, for: asker)
         return policy.explain(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage, now: now,
                               timeZone: configuration.timeZone)
     }
 
     /// The user's pause: the job stays paused until `resume`.
-    public func pause(_ id: String) throws(EngineError) {
-        let runtime = try runtime(id)
+    public func pause(_ id: String, for asker: Asker = .process) throws(EngineError) {
+        let runtime = try runtime(id, for: asker)
         guard !runtime.record.state.isFinal else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue); it cannot be paused")
         }
@@ -98,8 +111,8 @@ extension Engine {
     }
 
     /// Lifts the user's pause; the policy decides from here.
-    public func resume(_ id: String) throws(EngineError) {
-        let runtime = try runtime(id)
+    public func resume(_ id: String, for asker: Asker = .process) throws(EngineError) {
+        let runtime = try runtime(id, for: asker)
         guard runtime.record.state == .paused || runtime.record.state == .failed else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue), not paused")
         }
@@ -110,8 +123,8 @@ extension Engine {
     }
 
     /// Stops the job and deletes its partial file and checkpoint.
-    public func cancel(_ id: String) throws(EngineError) {
-        let runtime = try runtime(id)
+    public func cancel(_ id: String, for asker: Asker = .process) throws(EngineError) {
+        let runtime = try runtime(id, for: asker)
         guard !runtime.record.state.isFinal else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue) already")
         }

@@ -72,7 +72,7 @@ extension Engine {
         let sink = commandSink
         var request = DownloadRequest(
             url: record.url, destination: record.destination, headURL: record.headURL, segments: record.segments,
-            expectedSHA256: record.expectedSHA256,
+            expectedSHA256: record.expectedSHA256, identity: record.owner.identity,
             onBytes: { count in
                 // A budget just ran out: decide again now, not at the next progress event.
                 if accounting.record(job: id, bytes: count) { sink.yield(.reconcile(id)) }

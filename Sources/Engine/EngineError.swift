@@ -6,6 +6,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case notFound = "not_found"
         case invalidRequest = "invalid_request"
         case conflict
+        /// The asker may not do this (write into a directory that is not theirs).
+        case forbidden
         case socket
     }
 

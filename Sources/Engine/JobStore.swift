@@ -15,6 +15,7 @@ public final class JobStore: Sendable {
         do {
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Self.makePrivate(path)
             var configuration = Configuration()
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -26,6 +27,22 @@ public final class JobStore: Sendable {
             throw EngineError(.store, "cannot open the job store at \(path): check that the state directory is writable",
                               cause: error)
         }
+    }
+
+    /// The store holds job URLs (presigned signatures, credentials): it is created 0600 before SQLite opens
+    /// it (SQLite gives its WAL and shared-memory files the same mode), and tightened if it was wider.
+    static func makePrivate(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw EngineError(.store, "cannot create \(path) (\(String(cString: strerror(errno))))")
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_uid == geteuid() else {
+            throw EngineError(.store, "\(path) is not a regular file of this user: remove it or choose another --state")
+        }
+        if st.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
+        for companion in [path + "-wal", path + "-shm"] { _ = chmod(companion, 0o600) }
     }
 
     static var migrator: DatabaseMigrator {
@@ -79,6 +96,11 @@ public final class JobStore: Sendable {
             }
             try db.execute(sql: "ALTER TABLE usage RENAME COLUMN budgetKey TO budget_key")
             try db.execute(sql: "ALTER TABLE linkBytes RENAME TO link_bytes")
+        }
+        migrator.registerMigration("v3-owner") { db in
+            // Who added each job (the control socket's peer); older jobs are the daemon's own.
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN owner_uid INTEGER")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN owner_gid INTEGER")
         }
         return migrator
     }

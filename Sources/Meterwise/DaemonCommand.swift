@@ -68,6 +68,8 @@ struct DaemonCommand: AsyncParsableCommand {
         } else {
             monitor = LinkSource.kernel(hints: hints, logger: logger)
         }
+        // One daemon per state directory: a second one stops here, before it touches the socket or the store.
+        let stateLock = try StateLock.acquire(stateDirectory)
         let store = try JobStore(path: stateDirectory + "/jobs.sqlite")
         var engineLogger = Logger(label: "meterwise.engine")
         engineLogger.logLevel = logger.logLevel
@@ -84,6 +86,7 @@ struct DaemonCommand: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         try await group.run()
+        withExtendedLifetime(stateLock) {}
         logger.info("stopped; checkpoints flushed")
     }
 }

@@ -157,6 +157,8 @@ struct GetCommand: AsyncParsableCommand {
         case .httpStatus, .retriesExhausted, .objectUnstable, .tooManyRedirects, .insecureRedirect, .protocolViolation:
             return 69
         case .alreadyRunning, .cancelled: return 1
+        case .permission: return 77
+        case .outputBusy: return 75
         }
     }
 }

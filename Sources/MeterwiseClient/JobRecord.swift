@@ -44,6 +44,10 @@ public struct JobRecord: Sendable, Codable, Hashable {
     public var error: String?
     /// The checkpoint beside the partial file (derived from the destination, kept for reference).
     public var checkpointPath: String
+    /// The uid and gid of the user who added the job (from the control socket's peer credentials); the
+    /// job's files are theirs. Nil for jobs stored before owners were recorded: the daemon's own.
+    public var ownerUID: UInt32?
+    public var ownerGID: UInt32?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -53,12 +57,13 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case headURL = "head_url", expectedSHA256 = "expected_sha256", allowMetered = "allow_metered"
         case allowRoaming = "allow_roaming", bytesDone = "bytes_done", totalBytes = "total_bytes"
         case bytesFetched = "bytes_fetched", refetchedBytes = "refetched_bytes", checkpointPath = "checkpoint_path"
-        case createdAt = "created_at", updatedAt = "updated_at"
+        case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
     }
 
     public init(id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,
                 size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
-                allowRoaming: Bool? = nil, segments: Int? = nil, checkpointPath: String? = nil, now: Date = Date()) {
+                allowRoaming: Bool? = nil, segments: Int? = nil, checkpointPath: String? = nil, ownerUID: UInt32? = nil,
+                ownerGID: UInt32? = nil, now: Date = Date()) {
         self.id = id
         self.url = url
         self.headURL = headURL
@@ -76,6 +81,8 @@ public struct JobRecord: Sendable, Codable, Hashable {
         self.bytesFetched = 0
         self.refetchedBytes = 0
         self.checkpointPath = checkpointPath ?? destination + ".part.checkpoint"
+        self.ownerUID = ownerUID
+        self.ownerGID = ownerGID
         self.createdAt = now
         self.updatedAt = now
     }

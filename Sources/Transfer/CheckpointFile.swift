@@ -9,20 +9,38 @@ import Glibc
 import Musl
 #endif
 
-/// Reads and writes checkpoints crash-safely: temp file, fsync, rename, fsync of the directory.
+/// Reads and writes checkpoints crash-safely, inside the download's directory: a new temp file
+/// (O_EXCL, never a planted symlink), fsync, rename over the checkpoint, fsync of the directory.
 enum CheckpointFile {
-    /// The decoded checkpoint; `unreadable` when a file exists that does not decode.
-    static func read(path: String) -> (Checkpoint?, unreadable: Bool) {
-        guard let data = FileIO.readAll(path: path, limit: 64 << 20) else { return (nil, false) }
-        do {
-            return (try Checkpoint.decode(Data(data)), false)
-        } catch {
-            return (nil, true)
+    /// What the checkpoint beside a partial file says.
+    enum Found {
+        case none
+        case checkpoint(Checkpoint)
+        /// A file exists that does not decode.
+        case unreadable
+        /// A file exists that is not ours to trust (a symlink, another user's file), and why.
+        case untrusted(String)
+    }
+
+    /// The checkpoint `name` in `directory`, if it is ours and decodes.
+    static func read(in directory: OutputDirectory, name: String) -> Found {
+        switch directory.openOwn(name, writable: false) {
+        case .missing: return .none
+        case .untrusted(let why): return .untrusted(why)
+        case .own(let fd):
+            defer { close(fd) }
+            guard let data = FileIO.readAll(fd: fd, limit: 64 << 20) else { return .unreadable }
+            do {
+                return .checkpoint(try Checkpoint.decode(Data(data)))
+            } catch {
+                return .unreadable
+            }
         }
     }
 
-    /// Writes `checkpoint` to `path` atomically and durably. The data it describes must be fsynced first.
-    static func write(_ checkpoint: Checkpoint, path: String) throws(TransferError) {
+    /// Writes `checkpoint` as `name` in `directory` atomically and durably. The data it describes must be
+    /// fsynced first.
+    static func write(_ checkpoint: Checkpoint, in directory: OutputDirectory, name: String) throws(TransferError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let data: Data
@@ -31,28 +49,29 @@ enum CheckpointFile {
         } catch {
             throw TransferError(.fileSystem, "Could not encode the checkpoint.", cause: error)
         }
-        let temp = path + ".tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FileIO.error("create the checkpoint \(temp)") }
+        let temp = name + ".tmp"
+        // A temp file left by a crash (or planted) is removed, never opened: the new one is created O_EXCL.
+        try directory.remove(temp)
+        let fd = try directory.create(temp, mode: 0o600)
         defer { close(fd) }
         let failure = data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> TransferError? in
             do throws(TransferError) {
-                try FileIO.pwriteAll(fd: fd, raw, at: 0, what: "write the checkpoint \(temp)")
+                try FileIO.pwriteAll(fd: fd, raw, at: 0, what: "write the checkpoint \(directory.display(temp))")
                 return nil
             } catch {
                 return error
             }
         }
         if let failure { throw failure }
-        guard fsync(fd) == 0 else { throw FileIO.error("fsync the checkpoint \(temp)") }
-        guard rename(temp, path) == 0 else { throw FileIO.error("rename the checkpoint to \(path)") }
-        FileIO.syncDirectory(of: path)
+        guard fsync(fd) == 0 else { throw FileIO.error("fsync the checkpoint \(directory.display(temp))") }
+        try directory.rename(temp, to: name, replace: true)
+        directory.sync()
     }
 
     /// Removes the checkpoint and its temp file.
-    static func remove(path: String) {
-        unlink(path)
-        unlink(path + ".tmp")
+    static func remove(in directory: OutputDirectory, name: String) {
+        try? directory.remove(name)
+        try? directory.remove(name + ".tmp")
     }
 }
 
@@ -94,31 +113,20 @@ enum FileIO {
         return done
     }
 
-    static func readAll(path: String, limit: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+    static func readAll(fd: Int32, limit: Int) -> [UInt8]? {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while out.count < limit {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
+            if n < 0 { return nil }
+            if n == 0 { break }
             out.append(contentsOf: chunk[0..<n])
         }
         return out
     }
 
-    static func remove(_ path: String) { unlink(path) }
-
-    static func rename(_ from: String, to: String) -> Bool { Glibc.rename(from, to) == 0 }
-
     static func truncate(fd: Int32, to size: Int64) { _ = ftruncate(fd, off_t(size)) }
-
-    static func exists(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0
-    }
 
     static func size(fd: Int32) -> Int64? {
         var st = stat()
@@ -132,10 +140,32 @@ enum FileIO {
         return dir.isEmpty ? "/" : dir
     }
 
-    static func syncDirectory(of path: String) {
-        let fd = open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
+    /// The last component of `path`: the name inside `directory(of:)`.
+    static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// The process's umask, read without changing it (Linux 4.7+); 022 when unknown.
+    static var processUmask: mode_t {
+        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0o022 }
+        defer { close(fd) }
+        let text = String(decoding: readAll(fd: fd, limit: 1 << 16) ?? [], as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+            let value = mode_t(String(line.dropFirst(6).filter { !$0.isWhitespace }), radix: 8), value <= 0o777
+        else { return 0o022 }
+        return value
+    }
+}
+
+/// The names a download uses inside its directory: the final file, `NAME.part`, `NAME.part.checkpoint`.
+struct OutputNames: Sendable {
+    let final: String
+    var partial: String { final + ".part" }
+    var checkpoint: String { final + ".part.checkpoint" }
+
+    init(destination: String) {
+        final = FileIO.name(of: destination)
     }
 }

@@ -1,4 +1,7 @@
 import AsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -98,9 +101,22 @@ public final class Download: Sendable {
     }
 
     func removePartial() {
-        CheckpointFile.remove(path: request.checkpointPath)
-        FileIO.remove(request.partialPath)
-        FileIO.syncDirectory(of: request.partialPath)
+        Self.removePartial(of: request.destination, identity: request.identity)
+    }
+
+    /// Deletes the partial file and checkpoint of a download to `destination` (a cancelled job's), with the
+    /// identity's rights; a file there that is not the identity's own is left alone.
+    public static func removePartial(of destination: String, identity: FileIdentity?) {
+        guard let directory = try? OutputDirectory.open(holding: destination, identity: identity) else { return }
+        let names = OutputNames(destination: destination)
+        for name in [names.checkpoint, names.partial] {
+            if case .own(let fd) = directory.openOwn(name, writable: false) {
+                close(fd)
+                try? directory.remove(name)
+            }
+        }
+        try? directory.remove(names.checkpoint + ".tmp")
+        directory.sync()
     }
 
     /// Runs the download to completion, pause or cancellation, resuming from the checkpoint if there

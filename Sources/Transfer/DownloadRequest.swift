@@ -30,6 +30,9 @@ public struct DownloadRequest: Sendable {
     public var noProgressTimeout: Duration
     /// Retries of one range without progress before the download fails.
     public var maxRetries: Int
+    /// Whose rights the download's files are created, opened and renamed with (the daemon sets the user who
+    /// asked); nil is the process's own.
+    public var identity: FileIdentity?
     /// Called on the network path with the size of every received body buffer (for per-link
     /// accounting). Must be cheap and must not block.
     public var onBytes: (@Sendable (Int) -> Void)?
@@ -50,6 +53,7 @@ public struct DownloadRequest: Sendable {
         chunkSize: Int64 = 4 << 20,
         noProgressTimeout: Duration = .seconds(30),
         maxRetries: Int = 8,
+        identity: FileIdentity? = nil,
         onBytes: (@Sendable (Int) -> Void)? = nil
     ) {
         self.url = url
@@ -66,6 +70,7 @@ public struct DownloadRequest: Sendable {
         self.chunkSize = chunkSize
         self.noProgressTimeout = noProgressTimeout
         self.maxRetries = maxRetries
+        self.identity = identity
         self.onBytes = onBytes
     }
 

@@ -1,4 +1,8 @@
 import AsyncHTTPClient
+import CFileCalls
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -30,35 +34,82 @@ struct DownloadRun: Sendable {
 
     static let maxRestarts = 4
 
+    /// The partial file: the one there if it is ours; a symlink or a file that is not ours is removed
+    /// with a notice (with the identity's rights, so only what its user may remove) and never opened.
+    /// `created` is true when the file is new.
+    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> (fd: Int32, created: Bool) {
+        for _ in 0..<4 {
+            switch directory.openOwn(names.partial, writable: true) {
+            case .own(let fd): return (fd, false)
+            case .missing: break
+            case .untrusted(let why):
+                download.sink.yield(.warning("Not using the partial file: \(why). It is removed; starting from 0."))
+                logger.notice("untrusted partial file removed", metadata: ["why": "\(why)"])
+                do throws(TransferError) {
+                    try directory.remove(names.partial)
+                } catch {
+                    throw TransferError(
+                        .permission,
+                        "\(why), and it cannot be removed as uid \(request.identity.ownerUID); remove it, or choose another path with -o.")
+                }
+            }
+            if let fd = try directory.createIfAbsent(names.partial, mode: 0o600) { return (fd, true) }
+        }
+        throw TransferError(.outputBusy, "\(directory.display(names.partial)) keeps changing; another program writes there. Choose another path with -o.")
+    }
+
     func perform() async throws(TransferError) -> DownloadOutcome {
         if let problem = DownloadURL.problem(request.url) { throw TransferError(.invalidURL, problem + ".") }
-        if FileIO.exists(request.destination) && !request.force {
+        let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
+        let names = OutputNames(destination: request.destination)
+        if directory.exists(names.final) && !request.force {
             // A download that completed but crashed before removing its checkpoint leaves one behind.
-            if !FileIO.exists(request.partialPath) { CheckpointFile.remove(path: request.checkpointPath) }
+            if !directory.exists(names.partial) { CheckpointFile.remove(in: directory, name: names.checkpoint) }
             throw TransferError(
                 .destinationExists,
                 "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o."
             )
         }
-        let (checkpoint, unreadable) = CheckpointFile.read(path: request.checkpointPath)
+        let (fd, created) = try openPartial(directory, names)
+        // One writer per file: the lock lives as long as the descriptor, through the final rename.
+        guard mw_try_lock(fd) == 0 else {
+            close(fd)
+            throw TransferError(
+                .outputBusy,
+                "Another download is writing \(directory.display(names.partial)) now; wait for it to finish or choose another path with -o."
+            )
+        }
+        // Released when this run ends, however it ends (the descriptor may outlive it in queued blocks).
+        defer { _ = mw_unlock(fd) }
+        var checkpoint: Checkpoint?
+        var unreadable = false
+        switch CheckpointFile.read(in: directory, name: names.checkpoint) {
+        case .none: break
+        case .unreadable: unreadable = true
+        case .checkpoint(let found): checkpoint = created ? nil : found
+        case .untrusted(let why):
+            download.sink.yield(.warning("Not using the checkpoint: \(why). Starting from 0."))
+            CheckpointFile.remove(in: directory, name: names.checkpoint)
+        }
         let action = ResumeDecision.decide(
-            checkpoint: checkpoint, unreadable: unreadable, destination: request.destination,
+            checkpoint: checkpoint, unreadable: unreadable, url: request.url, destination: request.destination,
             resumeUnvalidated: request.resumeUnvalidated
         )
         var known: KnownObject?
         var acceptRanges = false
         var resumed: Int64 = 0
         let file: PartialFile
+        let partialPath = directory.display(names.partial)
         switch action {
         case .fresh:
-            file = try PartialFile(path: request.partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
+            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
         case .discard(let reason):
             download.sink.yield(.warning("Not resuming the partial file: \(reason.rawValue). Starting from 0."))
             logger.info("checkpoint discarded", metadata: ["reason": "\(reason)"])
-            CheckpointFile.remove(path: request.checkpointPath)
-            file = try PartialFile(path: request.partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
+            CheckpointFile.remove(in: directory, name: names.checkpoint)
+            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
         case .resume(let cp):
-            file = try PartialFile(path: request.partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false)
+            file = try PartialFile(fd: fd, path: partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false)
             let good = file.verify(cp.pieces)
             if good.count < cp.pieces.count {
                 download.sink.yield(
@@ -79,7 +130,7 @@ struct DownloadRun: Sendable {
         let destination = request.destination
         let sink = download.sink
         let writer = FileWriter(
-            file: file, checkpointPath: request.checkpointPath, everyBytes: request.checkpointEveryBytes,
+            file: file, directory: directory, checkpointName: names.checkpoint, everyBytes: request.checkpointEveryBytes,
             every: request.checkpointEvery,
             makeCheckpoint: { pieces in
                 ref.board.withLock { $0 }?.checkpoint(url: url, destination: destination, pieces: pieces)
@@ -101,7 +152,9 @@ struct DownloadRun: Sendable {
                 let have = pieces.map { $0.offset..<($0.offset + $0.length) }
                 plan = RangePlan(total: total, missing: RangePlan.missing(total: total, have: have), chunkSize: file.chunkSize)
                 if plan.isComplete {
-                    return try await finish(writer: writer, total: total, resumedAtStart: resumedAtStart, totals: totals)
+                    return try await finish(
+                        writer: writer, directory: directory, names: names, total: total, resumedAtStart: resumedAtStart,
+                        totals: totals)
                 }
             } else {
                 plan = .fresh(chunkSize: file.chunkSize)
@@ -145,7 +198,7 @@ struct DownloadRun: Sendable {
                 download.sink.yield(.restarted(reason: reason.rawValue))
                 try await writer.drain()
                 try await writer.reset()
-                CheckpointFile.remove(path: self.request.checkpointPath)
+                CheckpointFile.remove(in: directory, name: names.checkpoint)
                 known = nil
                 acceptRanges = false
                 degraded = true
@@ -175,7 +228,10 @@ struct DownloadRun: Sendable {
     }
 
     /// Verifies length and sha256, renames atomically, removes the checkpoint.
-    func finish(writer: FileWriter, total: Int64, resumedAtStart: Int64, totals: Totals) async throws(TransferError)
+    func finish(
+        writer: FileWriter, directory: OutputDirectory, names: OutputNames, total: Int64, resumedAtStart: Int64,
+        totals: Totals
+    ) async throws(TransferError)
         -> DownloadOutcome
     {
         try await writer.drain()
@@ -198,18 +254,13 @@ struct DownloadRun: Sendable {
                 "The download's sha256 is \(digest), not the expected \(expected); the partial file was removed. Check the checksum, or the URL serves another object."
             )
         }
-        if FileIO.exists(request.destination) && !request.force {
-            throw TransferError(
-                .destinationExists,
-                "\(request.destination) appeared during the download; pass --force to overwrite it (the partial file is kept)."
-            )
-        }
-        guard FileIO.rename(request.partialPath, to: request.destination) else {
-            throw FileIO.error("rename \(request.partialPath) to \(request.destination)")
-        }
-        FileIO.syncDirectory(of: request.destination)
-        CheckpointFile.remove(path: request.checkpointPath)
-        FileIO.syncDirectory(of: request.destination)
+        // The finished file gets the usual permissions (the partial was private to its owner).
+        let mode = 0o666 & ~FileIO.processUmask
+        _ = try? directory.perform { () throws(TransferError) in _ = fchmod(writer.file.fd, mode) }
+        try directory.rename(names.partial, to: names.final, replace: request.force)
+        directory.sync()
+        CheckpointFile.remove(in: directory, name: names.checkpoint)
+        directory.sync()
         let fetched = totals.fetched.withLock { $0 }
         let result = DownloadResult(
             path: request.destination, sha256: digest, totalBytes: total, bytesFetched: fetched,

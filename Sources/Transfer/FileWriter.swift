@@ -28,17 +28,19 @@ final class FileWriter: Sendable {
     private let every: Duration
     /// Builds the checkpoint for the given verified pieces; nil while nothing is known yet.
     private let makeCheckpoint: @Sendable ([Checkpoint.Piece]) -> Checkpoint?
-    private let checkpointPath: String
+    private let directory: OutputDirectory
+    private let checkpointName: String
     private let onCheckpoint: @Sendable (Int64) -> Void
 
     init(
-        file: PartialFile, checkpointPath: String, everyBytes: Int64, every: Duration, limit: Int = 2 << 20,
+        file: PartialFile, directory: OutputDirectory, checkpointName: String, everyBytes: Int64, every: Duration, limit: Int = 2 << 20,
         makeCheckpoint: @escaping @Sendable ([Checkpoint.Piece]) -> Checkpoint?,
         onCheckpoint: @escaping @Sendable (Int64) -> Void
     ) {
         self.file = file
         self.digest = StreamDigest(frontier: file.frontier, hasher: file.fullHasher)
-        self.checkpointPath = checkpointPath
+        self.directory = directory
+        self.checkpointName = checkpointName
         self.everyBytes = everyBytes
         self.every = every
         self.limit = limit
@@ -126,7 +128,7 @@ final class FileWriter: Sendable {
             do throws(TransferError) {
                 try file.sync()
                 if let checkpoint = makeCheckpoint(pieces) {
-                    try CheckpointFile.write(checkpoint, path: checkpointPath)
+                    try CheckpointFile.write(checkpoint, in: directory, name: checkpointName)
                     onCheckpoint(checkpoint.bytesDone)
                 }
             } catch {

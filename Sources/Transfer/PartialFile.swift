@@ -26,13 +26,16 @@ final class PartialFile: @unchecked Sendable {
     private(set) var frontier: Int64 = 0
     private(set) var fullHasher = SHA256()
 
-    /// Opens (creating) the partial file; `truncate` empties it.
-    init(path: String, chunkSize: Int64, total: Int64?, truncate: Bool) throws(TransferError) {
+    /// Takes over `fd`, the partial file opened for reading and writing (and locked); `truncate` empties it.
+    init(fd: Int32, path: String, chunkSize: Int64, total: Int64?, truncate: Bool) throws(TransferError) {
+        if truncate && ftruncate(fd, 0) != 0 {
+            let error = FileIO.error("truncate the partial file \(path)")
+            close(fd)
+            throw error
+        }
         self.path = path
         self.chunkSize = chunkSize
         self.total = total
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0o644)
-        guard fd >= 0 else { throw FileIO.error("open the partial file \(path)") }
         self.fd = fd
     }
 

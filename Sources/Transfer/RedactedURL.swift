@@ -1,11 +1,26 @@
 /// Redaction of URLs for logs and messages: presigned URLs carry credentials in their query.
 public enum RedactedURL {
-    /// The URL with its query and fragment replaced by `?<redacted>`; the URL itself is used intact.
+    /// The URL with its query and fragment replaced by `?<redacted>` and a `user:password@` replaced by
+    /// `<redacted>@`; the URL itself is used intact.
     public static func redact(_ url: String) -> String {
-        var text = url
+        var text = withoutUserInfo(url)
         if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
         guard let q = text.firstIndex(of: "?") else { return text }
         return String(text[..<q]) + "?<redacted>"
+    }
+
+    /// The URL without its query and fragment: what stays the same when a presigned URL is signed again.
+    static func withoutQuery(_ url: String) -> String {
+        String(url.prefix { $0 != "?" && $0 != "#" })
+    }
+
+    /// `scheme://user:password@host/...` with the credentials replaced by `<redacted>`.
+    static func withoutUserInfo(_ url: String) -> String {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
+        let start = url.index(colon, offsetBy: 3)
+        let authority = url[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@") else { return url }
+        return String(url[..<start]) + "<redacted>" + String(url[at...])
     }
 
     /// The scheme in lower case, or nil when the URL has none.

@@ -81,6 +81,7 @@ public enum RestartReason: String, Sendable, Equatable {
     case rangeNotSatisfiable = "the server answered 416 and the local data is not complete"
     case unvalidated = "the server gives no validator (strong ETag or Last-Modified), so the partial data cannot be proven to belong to the same object; pass --resume-unvalidated to keep it"
     case damagedCheckpoint = "the checkpoint is unreadable or does not match this download"
+    case otherURL = "the checkpoint was written for another URL"
 }
 
 /// What to do with a response: the action the I/O side carries out.

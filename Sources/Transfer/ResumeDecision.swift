@@ -13,10 +13,12 @@ public enum ResumeDecision {
     /// - Parameters:
     ///   - checkpoint: the decoded checkpoint, nil when there is none.
     ///   - unreadable: a checkpoint file exists but does not decode.
+    ///   - url: the request's URL: a checkpoint for another URL (its query aside: presigned signatures
+    ///     change) is not resumed.
     ///   - destination: the request's final path.
     ///   - resumeUnvalidated: the user's `--resume-unvalidated`.
     public static func decide(
-        checkpoint: Checkpoint?, unreadable: Bool, destination: String, resumeUnvalidated: Bool
+        checkpoint: Checkpoint?, unreadable: Bool, url: String, destination: String, resumeUnvalidated: Bool
     ) -> ResumeAction {
         if unreadable { return .discard(.damagedCheckpoint) }
         guard let cp = checkpoint else { return .fresh }
@@ -26,6 +28,7 @@ public enum ResumeDecision {
         if cp.pieces.contains(where: { $0.offset < 0 || $0.length <= 0 || $0.offset + $0.length > total }) {
             return .discard(.damagedCheckpoint)
         }
+        if RedactedURL.withoutQuery(cp.url) != RedactedURL.withoutQuery(url) { return .discard(.otherURL) }
         if cp.pieces.isEmpty { return .fresh }
         guard cp.acceptRanges else { return .discard(.rangeIgnored) }
         if cp.validators.isEmpty && !resumeUnvalidated { return .discard(.unvalidated) }

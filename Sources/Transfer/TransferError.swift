@@ -29,6 +29,10 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         case alreadyRunning = "already_running"
         /// The download was cancelled.
         case cancelled
+        /// The user the download runs for may not write there, or a file found there is not theirs.
+        case permission = "permission_denied"
+        /// Another download is writing the same file now.
+        case outputBusy = "output_busy"
     }
 
     /// What kind of failure this is.

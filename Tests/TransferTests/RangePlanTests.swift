@@ -92,13 +92,27 @@ struct ResumeDecisionTests {
     ] as [(String, Checkpoint?, Bool, Bool, ResumeAction)])
     func decides(_ name: String, _ cp: Checkpoint?, _ unreadable: Bool, _ unvalidated: Bool, _ expected: ResumeAction) {
         let action = ResumeDecision.decide(
-            checkpoint: cp, unreadable: unreadable, destination: "/tmp/f", resumeUnvalidated: unvalidated
+            checkpoint: cp, unreadable: unreadable, url: "http://h/f", destination: "/tmp/f", resumeUnvalidated: unvalidated
         )
         #expect(action == expected, "\(name)")
     }
 
     @Test func otherDestinationIsDiscarded() {
-        let action = ResumeDecision.decide(checkpoint: Self.checkpoint(), unreadable: false, destination: "/tmp/g", resumeUnvalidated: false)
+        let action = ResumeDecision.decide(
+            checkpoint: Self.checkpoint(), unreadable: false, url: "http://h/f", destination: "/tmp/g", resumeUnvalidated: false)
         #expect(action == .discard(.damagedCheckpoint))
+    }
+
+    /// A checkpoint must name the download's URL; a presigned query may change (signatures expire).
+    @Test(arguments: [
+        ("http://h/f?X-Amz-Signature=new", ResumeAction.resume(checkpoint())),
+        ("http://h/f#part", .resume(checkpoint())),
+        ("http://h/other", .discard(.otherURL)),
+        ("http://evil/f", .discard(.otherURL)),
+    ])
+    func checkpointMustNameTheURL(_ url: String, _ expected: ResumeAction) {
+        let action = ResumeDecision.decide(
+            checkpoint: Self.checkpoint(), unreadable: false, url: url, destination: "/tmp/f", resumeUnvalidated: false)
+        #expect(action == expected, "\(url)")
     }
 }

@@ -1,0 +1,37 @@
+#define _GNU_SOURCE
+#include "CFileCalls.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/fsuid.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int mw_thread_setfsuid(uid_t uid) { return (int)syscall(SYS_setfsuid, uid); }
+
+int mw_thread_setfsgid(gid_t gid) { return (int)syscall(SYS_setfsgid, gid); }
+
+int mw_thread_setgroups(size_t count, const gid_t *groups) {
+    return (int)syscall(SYS_setgroups, count, groups);
+}
+
+int mw_access_as_thread(int dirfd, const char *path, int mode) {
+#ifdef SYS_faccessat2
+    return (int)syscall(SYS_faccessat2, dirfd, path, mode, AT_EACCESS);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int mw_rename_noreplace(int fromdir, const char *from, int todir, const char *to) {
+    return renameat2(fromdir, from, todir, to, RENAME_NOREPLACE);
+}
+
+int mw_try_lock(int fd) { return flock(fd, LOCK_EX | LOCK_NB); }
+
+int mw_unlock(int fd) { return flock(fd, LOCK_UN); }
+
+int mw_so_peercred(void) { return SO_PEERCRED; }

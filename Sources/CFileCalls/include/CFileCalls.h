@@ -1,0 +1,35 @@
+// The few Linux calls Swift cannot reach through Glibc: per-thread file-system credentials (the
+// raw syscalls; glibc's setgroups() changes every thread of the process), faccessat2 with AT_EACCESS,
+// renameat2 with RENAME_NOREPLACE, flock, SO_PEERCRED. Imported by Transfer (files as the asker) and
+// Engine (the asker of a control connection) only.
+#ifndef METERWISE_CFILECALLS_H
+#define METERWISE_CFILECALLS_H
+
+#include <sys/types.h>
+#include <stddef.h>
+
+/// Sets the calling thread's file-system uid; returns the previous one. (setfsuid(2): per thread.)
+int mw_thread_setfsuid(uid_t uid);
+/// Sets the calling thread's file-system gid; returns the previous one.
+int mw_thread_setfsgid(gid_t gid);
+/// Sets the calling thread's supplementary groups only. 0 or -1 with errno.
+int mw_thread_setgroups(size_t count, const gid_t *groups);
+/// Whether the calling thread's file-system identity (fsuid, fsgid, groups) may do `mode` (W_OK|X_OK...)
+/// on `path` relative to `dirfd`. 0 or -1 with errno (EACCES when it may not).
+int mw_access_as_thread(int dirfd, const char *path, int mode);
+/// rename that fails with EEXIST instead of replacing `to`. 0 or -1 with errno.
+int mw_rename_noreplace(int fromdir, const char *from, int todir, const char *to);
+/// flock(fd, LOCK_EX | LOCK_NB): 0, or -1 with errno (EWOULDBLOCK when another holds it).
+int mw_try_lock(int fd);
+/// flock(fd, LOCK_UN).
+int mw_unlock(int fd);
+/// `struct ucred` as SO_PEERCRED fills it (glibc hides it without _GNU_SOURCE).
+struct mw_peer_credentials {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+};
+/// SO_PEERCRED.
+int mw_so_peercred(void);
+
+#endif
