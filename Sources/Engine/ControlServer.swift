@@ -91,12 +91,9 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
             return
         }
         guard connections.open(for: asker.uid) else {
-            logger.notice("uid \(asker.uid) has \(ConnectionCount.perUser) control connections open; one more was refused")
-            try? await connection.executeThenClose { _, outbound in
-                try await respond(outbound, head: nil, ControlResponse.json(
-                    ControlAPI.ErrorBody(error: "too many connections from uid \(asker.uid): close some and try again",
-                                         code: EngineError.Code.invalidRequest.rawValue), status: 429))
-            }
+            // Closed unanswered: the HTTP pipeline must not send a response before a request arrived.
+            logger.notice("uid \(asker.uid) has \(ConnectionCount.perUser) control connections open; one more was closed")
+            try? await connection.channel.close()
             return
         }
         defer { connections.close(for: asker.uid) }

@@ -11,6 +11,13 @@ public enum TestNeeds {
     public static let nginxUnavailable: String? = Nginx.unavailableReason
     /// Why tests against a real NetworkManager cannot run here, or nil when they can.
     public static let networkManagerUnavailable: String? = NetworkManagerLab.unavailableReason
+    /// Why tests that act as another local user (root running `runuser -u nobody`) cannot run here.
+    public static let otherUserUnavailable: String? = {
+        guard geteuid() == 0 else { return "needs root to act as user nobody with runuser (CI runs as root)" }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else { return "no /usr/sbin/runuser (util-linux)" }
+        guard getpwnam("nobody") != nil, getgrnam("nogroup") != nil else { return "no user nobody or group nogroup" }
+        return nil
+    }()
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -34,6 +41,11 @@ extension Trait where Self == ConditionTrait {
         .enabled(
             if: TestNeeds.networkManagerUnavailable == nil,
             Comment(rawValue: "networkmanager: \(TestNeeds.networkManagerUnavailable ?? "")"))
+    }
+
+    /// Needs root, `runuser` and the user `nobody`: the other local user of the security tests.
+    public static var needsOtherUser: Self {
+        .enabled(if: TestNeeds.otherUserUnavailable == nil, Comment(rawValue: "other user: \(TestNeeds.otherUserUnavailable ?? "")"))
     }
 
     /// Needs the built `meterwise` binary.

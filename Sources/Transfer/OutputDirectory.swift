@@ -28,7 +28,15 @@ final class OutputDirectory: Sendable {
         let path = FileIO.directory(of: destination)
         let fd = try identity.perform { () throws(TransferError) -> Int32 in
             let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileIO.error("open the directory \(path)") }
+            guard fd >= 0 else {
+                let code = errno
+                if code == EACCES || code == EPERM {
+                    throw TransferError(
+                        .permission,
+                        "\(path) is not reachable by \(identity.map { "uid \($0.uid)" } ?? "you") (\(String(cString: strerror(code)))); choose a directory that user may write to.")
+                }
+                throw FileIO.error("open the directory \(path)")
+            }
             return fd
         }
         return OutputDirectory(fd: fd, path: path, identity: identity)
@@ -48,7 +56,7 @@ final class OutputDirectory: Sendable {
                 if code == EACCES || code == EPERM || code == EROFS {
                     throw TransferError(
                         .permission,
-                        "\(path) is not writable by \(who) (\(String(cString: strerror(code)))); choose a directory \(who == "you" ? "you" : "that user") may write to.")
+                        "\(path) is not writable by \(who) (\(String(cString: strerror(code)))); choose a directory that user may write to.")
                 }
                 throw TransferError(.fileSystem, "Could not check \(path): \(String(cString: strerror(code))).")
             }

@@ -7,14 +7,15 @@ final class DaemonProcess: Sendable {
     let process: Process
     var socket: String { directory.appendingPathComponent("d.sock").path }
 
-    init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml")) throws {
+    init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml"),
+         extra: [String] = []) throws {
         self.directory = directory
         process = Process()
         process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
         process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
                              "--state", directory.appendingPathComponent("state").path,
                              "--socket", directory.appendingPathComponent("d.sock").path,
-                             "--policy", policy]
+                             "--policy", policy] + extra
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
@@ -26,6 +27,11 @@ final class DaemonProcess: Sendable {
 
     func cli(_ arguments: [String]) throws -> BinaryRun {
         try BinaryRun.run(arguments + ["--socket", socket])
+    }
+
+    /// The CLI run as user nobody (root runs it through runuser).
+    func cliAsNobody(_ arguments: [String]) throws -> BinaryRun {
+        try BinaryRun.run(arguments + ["--socket", socket], prefix: SecurityTests.asNobody)
     }
 
     func jobs() throws -> [[String: Any]] {
