@@ -32,6 +32,8 @@ int mw_rename_noreplace(int fromdir, const char *from, int todir, const char *to
 
 int mw_try_lock(int fd) { return flock(fd, LOCK_EX | LOCK_NB); }
 
+int mw_open_unnamed(int dirfd) { return openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600); }
+
 int mw_unlock(int fd) { return flock(fd, LOCK_UN); }
 
 int mw_so_peercred(void) { return SO_PEERCRED; }

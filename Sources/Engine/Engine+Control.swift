@@ -83,6 +83,9 @@ extension Engine {
         let final = runtime.record.state.isFinal
         var record = runtime.record
         if final { record.reason = nil }
+        // A user:password in a URL is never shown back, not even to the job's owner.
+        record.url = RedactedURL.withoutCredentials(record.url)
+        record.headURL = record.headURL.map(RedactedURL.withoutCredentials)
         return JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
                          action: final ? nil : runtime.decision?.action.rawValue)
     }

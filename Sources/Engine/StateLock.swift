@@ -28,6 +28,12 @@ public final class StateLock: Sendable {
                 throw EngineError(.store, "cannot create the state directory \(directory): choose another --state", cause: error)
             }
         }
+        // An existing state directory of ours is made private too; one of another user is refused.
+        var st = stat()
+        guard lstat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == geteuid() else {
+            throw EngineError(.store, "the state directory \(directory) is not a directory of this user: choose another --state")
+        }
+        if st.st_mode & 0o077 != 0 { _ = chmod(directory, 0o700) }
         let path = directory + "/daemon.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {

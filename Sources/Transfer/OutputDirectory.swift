@@ -50,16 +50,28 @@ final class OutputDirectory: Sendable {
     /// Fails with the reason unless the identity may create and rename files here.
     func checkWritable() throws(TransferError) {
         try perform { () throws(TransferError) in
-            guard mw_access_as_thread(fd, ".", W_OK | X_OK) == 0 else {
-                let code = errno
-                let who = identity.map { "uid \($0.uid)" } ?? "you"
-                if code == EACCES || code == EPERM || code == EROFS {
-                    throw TransferError(
-                        .permission,
-                        "\(path) is not writable by \(who) (\(String(cString: strerror(code)))); choose a directory that user may write to.")
+            var code: Int32 = 0
+            if mw_access_as_thread(fd, ".", W_OK | X_OK) != 0 {
+                code = errno
+                // faccessat2 missing (old kernel) or filtered (some container seccomp profiles answer EPERM):
+                // ask the kernel by making an unnamed file, which leaves nothing behind.
+                if code == ENOSYS || code == EPERM {
+                    let probe = mw_open_unnamed(fd)
+                    if probe >= 0 {
+                        close(probe)
+                        code = 0
+                    } else {
+                        code = errno == EOPNOTSUPP || errno == EISDIR ? 0 : errno
+                    }
                 }
-                throw TransferError(.fileSystem, "Could not check \(path): \(String(cString: strerror(code))).")
             }
+            guard code != 0 else { return }
+            if code == EACCES || code == EPERM || code == EROFS {
+                throw TransferError(
+                    .permission,
+                    "\(path) is not writable by \(identity.map { "uid \($0.uid)" } ?? "you") (\(String(cString: strerror(code)))); choose a directory that user may write to.")
+            }
+            throw TransferError(.fileSystem, "Could not check \(path): \(String(cString: strerror(code))).")
         }
     }
 

@@ -3,7 +3,7 @@ public enum RedactedURL {
     /// The URL with its query and fragment replaced by `?<redacted>` and a `user:password@` replaced by
     /// `<redacted>@`; the URL itself is used intact.
     public static func redact(_ url: String) -> String {
-        var text = withoutUserInfo(url)
+        var text = withoutCredentials(url)
         if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
         guard let q = text.firstIndex(of: "?") else { return text }
         return String(text[..<q]) + "?<redacted>"
@@ -15,7 +15,7 @@ public enum RedactedURL {
     }
 
     /// `scheme://user:password@host/...` with the credentials replaced by `<redacted>`.
-    static func withoutUserInfo(_ url: String) -> String {
+    public static func withoutCredentials(_ url: String) -> String {
         guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
         let start = url.index(colon, offsetBy: 3)
         let authority = url[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }

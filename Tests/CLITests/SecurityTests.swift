@@ -212,4 +212,55 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 5)
         try await server.shutdown()
     }
+
+    @Test func credentialsInURLsAreNeverPrinted() async throws {
+        let (base, _, shared) = try Self.directories()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let server = try await RangeServer.start(content: .generated(size: 256 << 10, seed: 26))
+        let secretURL = server.url("/c.bin").replacingOccurrences(of: "http://", with: "http://alice:s3cr3t@")
+        let get = try BinaryRun.run(["get", secretURL, "-o", shared.appendingPathComponent("c.bin").path])
+        #expect(get.status == 0, "\(get.stderr)")
+        #expect(!(get.stdout + get.stderr).contains("s3cr3t"), "\(get.stdout)\(get.stderr)")
+        let json = try BinaryRun.run(["get", secretURL, "-o", shared.appendingPathComponent("d.bin").path, "--json"])
+        #expect(json.status == 0 && !(json.stdout + json.stderr).contains("s3cr3t"), "\(json.stdout)")
+
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
+        let daemon = try DaemonProcess(directory: base, scenario: scenario)
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+        let add = try daemon.cli(["add", secretURL, "-o", shared.appendingPathComponent("e.bin").path])
+        #expect(add.status == 0 && !(add.stdout + add.stderr).contains("s3cr3t"), "\(add.stdout)\(add.stderr)")
+        let list = try daemon.cli(["list", "--json"])
+        #expect(list.stdout.contains("<redacted>@") && !list.stdout.contains("s3cr3t"), "\(list.stdout)")
+        try await server.shutdown()
+    }
+
+    /// Root without capabilities (as under an empty CapabilityBoundingSet=) cannot act as another user: it
+    /// refuses their jobs with the reason instead of writing as itself, and a group it cannot apply fails loudly.
+    @Test func withoutCapabilitiesTheDaemonRefusesRatherThanWritingAsItself() async throws {
+        let (base, _, shared) = try Self.directories()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let server = try await RangeServer.start(content: .generated(size: 64 << 10, seed: 27))
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
+        let common = ["daemon", "--links", "scenario", "--scenario", scenario, "--policy", RepoPaths.file("policies/default.yaml"),
+                      "--state", base.appendingPathComponent("state").path]
+        let noCaps = ["/usr/bin/setpriv", "--bounding-set=-all", "--"]
+        let loud = try BinaryRun.run(common + ["--socket", base.appendingPathComponent("a.sock").path, "--group", "nogroup"],
+                                     prefix: noCaps)
+        #expect(loud.status != 0)
+        #expect(loud.stderr.contains("cannot give the socket to group nogroup"), "\(loud.stderr)")
+
+        // With nogroup as a supplementary group the socket's group holds; nobody can connect.
+        let daemon = try LineCollector(["/usr/bin/setpriv", "--groups", "65534", "--bounding-set=-all", "--", RepoPaths.binary]
+                                       + common + ["--socket", base.appendingPathComponent("b.sock").path, "--group", "nogroup"])
+        defer { daemon.stop() }
+        let socket = base.appendingPathComponent("b.sock").path
+        #expect(await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: socket) })
+        let add = try BinaryRun.run(["add", server.url("/n.bin"), "-o", shared.appendingPathComponent("n.bin").path,
+                                     "--socket", socket], prefix: Self.asNobody)
+        #expect(add.status != 0)
+        #expect(add.stderr.contains("cannot act as uid \(Self.nobody)"), "\(add.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: shared.appendingPathComponent("n.bin").path))
+        try await server.shutdown()
+    }
 }

@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import Links
+import MeterwiseClient
 import Policy
 import TestSupport
 import Testing
@@ -178,6 +179,26 @@ import Testing
             #expect(try await h.until { try await h.state(job.id) == .cancelled })
             #expect(await h.until { !FileManager.default.fileExists(atPath: job.destination + ".part") })
             #expect(!FileManager.default.fileExists(atPath: job.checkpointPath))
+        }
+    }
+
+    /// `/d/x`, `/d/./x`, `/d//e/../x` and `/link-to-d/x` name one file: the engine resolves the directory once
+    /// (as the kernel does) and a second job to any spelling is a conflict.
+    @Test func spellingsOfOneDestinationAreOneDestination() async throws {
+        try await withHarness(size: 1 << 20, bytesPerSecond: 256 << 10) { h in
+            let d = h.directory.appendingPathComponent("d").path
+            try FileManager.default.createDirectory(atPath: d + "/e", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: h.directory.appendingPathComponent("link").path, withDestinationPath: d)
+            let first = try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/x"))
+            for spelling in [d + "/./x", d + "//x", d + "/e/../x", h.directory.appendingPathComponent("link").path + "/x"] {
+                await #expect(throws: EngineError.self, "\(spelling)") {
+                    try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: spelling))
+                }
+            }
+            #expect(first.destination.hasSuffix("/d/x"))
+            // A destination that names a directory, or whose directory is missing, is refused with the fix.
+            await #expect(throws: EngineError.self) { try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/e/..")) }
+            await #expect(throws: EngineError.self) { try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/missing/x")) }
         }
     }
 

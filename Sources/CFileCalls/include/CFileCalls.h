@@ -21,6 +21,9 @@ int mw_access_as_thread(int dirfd, const char *path, int mode);
 int mw_rename_noreplace(int fromdir, const char *from, int todir, const char *to);
 /// flock(fd, LOCK_EX | LOCK_NB): 0, or -1 with errno (EWOULDBLOCK when another holds it).
 int mw_try_lock(int fd);
+/// openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600): an unnamed file, to ask whether the thread
+/// may create files there. A descriptor or -1 with errno.
+int mw_open_unnamed(int dirfd);
 /// flock(fd, LOCK_UN).
 int mw_unlock(int fd);
 /// `struct ucred` as SO_PEERCRED fills it (glibc hides it without _GNU_SOURCE).
