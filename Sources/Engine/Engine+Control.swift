@@ -38,7 +38,7 @@ extension Engine {
                                expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
                                checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
-                               ownerUID: asker.uid, ownerGID: asker.gid, now: now)
+                               ownerUID: asker.uid, ownerGID: asker.gid, maxSize: spec.maxSize, now: now)
         try store.insert(record)
         jobs[id] = JobRuntime(record: record)
         order.append(id)
@@ -87,7 +87,9 @@ extension Engine {
         record.url = RedactedURL.withoutCredentials(record.url)
         record.headURL = record.headURL.map(RedactedURL.withoutCredentials)
         return JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
-                         action: final ? nil : runtime.decision?.action.rawValue)
+                         action: final ? nil : runtime.decision?.action.rawValue,
+                         nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,
+                         retryReason: runtime.active ? runtime.retryReason : nil)
     }
 
     /// Every job `asker` may see, in the order they were added.

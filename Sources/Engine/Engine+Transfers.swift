@@ -72,15 +72,34 @@ extension Engine {
         let sink = commandSink
         var request = DownloadRequest(
             url: record.url, destination: record.destination, headURL: record.headURL, segments: record.segments,
-            expectedSHA256: record.expectedSHA256, identity: record.owner.identity,
+            expectedSHA256: record.expectedSHA256,
+            // An outage is a wait, not a failure: only a permanent answer (404, a changed pinned object, a
+            // wrong sha256) fails a daemon job. A link change ends the back-off at once (`apply`).
+            maxRetries: Int.max, maxSize: record.maxSize, identity: record.owner.identity,
             onBytes: { count in
                 // A budget just ran out: decide again now, not at the next progress event.
                 if accounting.record(job: id, bytes: count) { sink.yield(.reconcile(id)) }
             })
+        // The real size decides, before the body is read: a declared size was only a hint.
+        request.admitTotal = { [weak self] total in await self?.admit(id, total: total) ?? false }
         configuration.tuneRequest(&request)
+        // Jobs × segments stay within the client's connections per host, so no request waits for one.
+        let perJob = max(1, TransferClient.perHostConnections / max(1, configuration.maxActive))
+        if let segments = request.segments { request.segments = min(segments, perJob) } else if perJob < 4 { request.segments = perJob }
         var jobLogger = logger
         jobLogger[metadataKey: "job"] = "\(id)"
         return Download(request: request, client: configuration.httpClient, logger: jobLogger)
+    }
+
+    /// The server said the object's real length: record it and decide again before the body is read.
+    /// False when the decision stops the transfer (a big file on a metered link that a small declared
+    /// size let start).
+    func admit(_ id: String, total: Int64) -> Bool {
+        guard let runtime = jobs[id], runtime.active else { return false }
+        guard runtime.record.totalBytes != total else { return true }
+        jobs[id]?.record.totalBytes = total
+        reconcile(id)
+        return jobs[id]?.active ?? false
     }
 
     func consumeEvents(_ id: String, _ download: Download) {
@@ -110,6 +129,10 @@ extension Engine {
             jobs[id]?.record.totalBytes = total
             jobs[id]?.record.bytesDone = resumed
         case let .progress(progress):
+            if progress.activeSegments > 0 {
+                jobs[id]?.nextRetryAt = nil
+                jobs[id]?.retryReason = nil
+            }
             jobs[id]?.record.bytesDone = progress.bytesDone
             jobs[id]?.record.totalBytes = progress.totalBytes
             events.publish(.progress(job: id, progress))
@@ -117,11 +140,15 @@ extension Engine {
             if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
         case let .checkpointed(bytesDone):
             jobs[id]?.record.bytesDone = bytesDone
+            // Progress was saved: the daemon's deaths before this are not this job's doing.
+            jobs[id]?.record.interruptions = 0
             persist(id)
             saveAccounting()
         case let .restarted(reason):
             events.publish(.notice(job: id, "restarted from 0: \(reason)"))
         case let .retrying(attempt, delay, reason):
+            jobs[id]?.nextRetryAt = now.addingTimeInterval(delay.seconds)
+            jobs[id]?.retryReason = reason
             events.publish(.notice(job: id, "retry \(attempt) in \(delay): \(reason)"))
         case let .warning(text):
             events.publish(.notice(job: id, text))
@@ -132,6 +159,9 @@ extension Engine {
 
     func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
         guard var runtime = jobs[id] else { return }
+        runtime.nextRetryAt = nil
+        runtime.retryReason = nil
+        if case .success = result { runtime.record.interruptions = 0 }
         if runtime.running { runningCount -= 1 }
         runtime.running = false
         runtime.stopping = false

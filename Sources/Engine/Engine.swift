@@ -60,8 +60,19 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         self.accounting = LinkAccounting(usage: try store.usage(), linkBytes: try store.linkBytes())
         (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
         for var record in try store.jobs() {
-            // A transfer that was running when the process died resumes from its checkpoint at once.
-            if record.state == .running { record.state = .queued }
+            // A transfer that was running when the process died resumes from its checkpoint at once —
+            // unless the process died twice in a row while it ran without saving progress: then the job is
+            // the likely cause, and it fails with the reason instead of taking the daemon down again.
+            if record.state == .running {
+                record.interruptions += 1
+                if record.interruptions >= 2 {
+                    record.state = .failed
+                    record.error = "the daemon stopped \(record.interruptions) times in a row while this job ran, without saving progress in between; `meterwise resume \(record.id)` tries again"
+                } else {
+                    record.state = .queued
+                }
+                try store.update(record)
+            }
             jobs[record.id] = JobRuntime(record: record)
             order.append(record.id)
         }
@@ -150,6 +161,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         lastChange = clock.now
         accounting.apply(snapshot)
         events.publish(.links(snapshot))
+        // A link change may end an outage: transfers waiting to retry try again now.
+        for runtime in jobs.values where runtime.active && runtime.nextRetryAt != nil { runtime.download?.retryNow() }
         reconcileAll()
     }
 

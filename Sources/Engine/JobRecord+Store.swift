@@ -10,7 +10,8 @@ extension JobRecord: FetchableRecord, PersistableRecord {
 extension JobRecord {
     /// What the policy needs to know of the job.
     public var jobInfo: JobInfo {
-        JobInfo(id: id, size: size ?? totalBytes, priority: priority, tags: tags, allowMetered: allowMetered,
+        // A declared size is a hint until the server says the real one.
+        JobInfo(id: id, size: totalBytes ?? size, priority: priority, tags: tags, allowMetered: allowMetered,
                 allowRoaming: allowRoaming)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import MeterwiseClient
 import Policy
 import Transfer
@@ -23,6 +24,9 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
     var pausedSince: Instant?
     var pausedTotal: Duration = .zero
     var lastWaitAnnounced: Bool = false
+    /// The transfer is waiting to retry (the server unreachable): when, and why.
+    var nextRetryAt: Date?
+    var retryReason: String?
 
     init(record: JobRecord) {
         self.record = record

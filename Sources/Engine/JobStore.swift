@@ -102,6 +102,10 @@ public final class JobStore: Sendable {
             try db.execute(sql: "ALTER TABLE job ADD COLUMN owner_uid INTEGER")
             try db.execute(sql: "ALTER TABLE job ADD COLUMN owner_gid INTEGER")
         }
+        migrator.registerMigration("v4-limits") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN max_size INTEGER")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

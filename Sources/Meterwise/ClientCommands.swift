@@ -41,10 +41,14 @@ struct AddCommand: AsyncParsableCommand {
     @Option(help: "The size, when known in advance (e.g. 700MiB), for size rules before the server says.")
     var size: String?
 
+    @Option(help: "The largest object to accept (e.g. 2GiB); a bigger one fails the job instead of filling the disk.")
+    var maxSize: String?
+
     @OptionGroup var client: ClientOptions
 
     func validate() throws {
         if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
+        if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("bad --max-size \(maxSize): \(Units.bytesHint)") }
         if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
         if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
@@ -56,7 +60,8 @@ struct AddCommand: AsyncParsableCommand {
         let destination = URL(fileURLWithPath: output, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             .standardizedFileURL.path
         let spec = JobSpec(url: url, destination: destination, sha256: sha256.flatMap(ExpectedSHA256.parse),
-                           size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered)
+                           size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
+                           maxSize: maxSize.flatMap(Units.parseBytes))
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {
@@ -205,6 +210,10 @@ enum JobText {
         if status.job.state == .waiting || status.job.state == .queued, let reason = status.job.reason {
             text += "\n  why: \(reason)"
             if let rule = status.job.rule { text += " [rule \(rule)]" }
+        }
+        if let next = status.nextRetryAt {
+            text += "\n  retrying at \(SnapshotFormat.timestamp(next))"
+            if let reason = status.retryReason { text += ": \(reason)" }
         }
         if let sha = status.job.sha256 { text += "\n  sha256 \(sha)" }
         return text

@@ -18,7 +18,8 @@ struct GetCommand: AsyncParsableCommand {
         discussion: """
             SIGINT and SIGTERM pause: the checkpoint is flushed and the exit code is 130 or 143. \
             Exit codes: 0 done, 64 usage, 65 sha256 mismatch, 69 server or network failure, \
-            73 output exists (use --force), 74 file system error, 130/143 paused by a signal.
+            73 output exists (use --force), 74 file system error, over --max-size or not enough free space, \
+            75 another download writes the same output, 77 a file there is not yours, 130/143 paused by a signal.
             """
     )
 
@@ -49,6 +50,15 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "A separate HEAD URL (presigned URLs are signed per method); never required.")
     var headURL: String?
 
+    @Option(help: "The largest object to accept, e.g. 2GiB: a bigger one (or a body without a length that grows past it) fails.")
+    var maxSize: String?
+
+    @Option(help: "Abandon and retry a response slower than this many bytes per second over --speed-time (0: off).")
+    var speedLimit: String = "1KiB"
+
+    @Option(help: "The window of --speed-limit, in seconds.")
+    var speedTime: Int = 60
+
     @Option(help: ArgumentHelp("Checkpoint after this many bytes per segment (default 4MiB).", visibility: .hidden))
     var checkpointEvery: String?
 
@@ -58,6 +68,9 @@ struct GetCommand: AsyncParsableCommand {
         if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("--rate \(rate) is not a rate; \(Units.rateHint) (the /s may be left out).")
         }
+        if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("--max-size \(maxSize) is not a size; \(Units.bytesHint).") }
+        if Units.parseBytes(speedLimit) == nil { throw ValidationError("--speed-limit \(speedLimit) is not a size; \(Units.bytesHint).") }
+        guard (1...86_400).contains(speedTime) else { throw ValidationError("--speed-time must be from 1 to 86400 seconds.") }
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
         }
@@ -75,6 +88,9 @@ struct GetCommand: AsyncParsableCommand {
         request.resumeUnvalidated = resumeUnvalidated
         request.rateLimit = rate.flatMap(Units.parseRateLimit)
         if let every = checkpointEvery.flatMap(Units.parseBytes) { request.checkpointEveryBytes = every }
+        request.maxSize = maxSize.flatMap(Units.parseBytes)
+        request.lowSpeedLimit = Units.parseBytes(speedLimit) ?? 1024
+        request.lowSpeedTime = .seconds(speedTime)
         var logger = Logger(label: "meterwise.get")
         logger.logLevel = .warning  // the printer reports progress; info logs would repeat it
         let download = Download(request: request, logger: logger)
@@ -159,6 +175,7 @@ struct GetCommand: AsyncParsableCommand {
         case .alreadyRunning, .cancelled: return 1
         case .permission: return 77
         case .outputBusy: return 75
+        case .tooLarge: return 74
         }
     }
 }

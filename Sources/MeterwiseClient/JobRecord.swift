@@ -48,6 +48,11 @@ public struct JobRecord: Sendable, Codable, Hashable {
     /// job's files are theirs. Nil for jobs stored before owners were recorded: the daemon's own.
     public var ownerUID: UInt32?
     public var ownerGID: UInt32?
+    /// The largest object the job accepts (`max_size`); nil: no limit of its own.
+    public var maxSize: Int64?
+    /// How many times in a row the daemon died while this job's transfer ran without saving progress;
+    /// at 2 the job is failed instead of taking the daemon down again.
+    public var interruptions: Int
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -58,12 +63,13 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case allowRoaming = "allow_roaming", bytesDone = "bytes_done", totalBytes = "total_bytes"
         case bytesFetched = "bytes_fetched", refetchedBytes = "refetched_bytes", checkpointPath = "checkpoint_path"
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
+        case maxSize = "max_size", interruptions
     }
 
     public init(id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,
                 size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
                 allowRoaming: Bool? = nil, segments: Int? = nil, checkpointPath: String? = nil, ownerUID: UInt32? = nil,
-                ownerGID: UInt32? = nil, now: Date = Date()) {
+                ownerGID: UInt32? = nil, maxSize: Int64? = nil, now: Date = Date()) {
         self.id = id
         self.url = url
         self.headURL = headURL
@@ -83,6 +89,8 @@ public struct JobRecord: Sendable, Codable, Hashable {
         self.checkpointPath = checkpointPath ?? destination + ".part.checkpoint"
         self.ownerUID = ownerUID
         self.ownerGID = ownerGID
+        self.maxSize = maxSize
+        self.interruptions = 0
         self.createdAt = now
         self.updatedAt = now
     }

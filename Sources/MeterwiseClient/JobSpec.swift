@@ -12,10 +12,12 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public var allowMetered: Bool
     public var allowRoaming: Bool?
     public var segments: Int?
+    /// The largest object accepted: a bigger one fails the job instead of filling the disk.
+    public var maxSize: Int64?
 
     public init(url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
                 priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
-                segments: Int? = nil) {
+                segments: Int? = nil, maxSize: Int64? = nil) {
         self.url = url
         self.destination = destination
         self.headURL = headURL
@@ -26,12 +28,14 @@ public struct JobSpec: Sendable, Codable, Hashable {
         self.allowMetered = allowMetered
         self.allowRoaming = allowRoaming
         self.segments = segments
+        self.maxSize = maxSize
     }
 
     /// Nil when every optional field is within bounds; otherwise what to fix. (The URL, the sha256 and the
     /// destination are checked by the daemon, with the checks `get` uses.)
     public var problem: String? {
         if let size, size < 0 || size > 1 << 50 { return "size must be a number of bytes from 0 to 2^50" }
+        if let maxSize, maxSize < 0 || maxSize > 1 << 50 { return "max_size must be a number of bytes from 0 to 2^50" }
         if let segments, !(1...16).contains(segments) { return "segments must be from 1 to 16" }
         if !(-1_000_000...1_000_000).contains(priority) { return "priority must be from -1000000 to 1000000" }
         if tags.count > 64 || tags.contains(where: { $0.isEmpty || $0.utf8.count > 128 }) {
@@ -46,7 +50,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
     /// The JSON contract is snake_case (docs/api.md).
     public enum CodingKeys: String, CodingKey, CaseIterable {
         case url, destination, sha256, size, priority, tags, segments
-        case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming"
+        case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming", maxSize = "max_size"
     }
 
     /// Only `url` and `destination` are required; everything else has its default. A key this version does
@@ -70,7 +74,8 @@ public struct JobSpec: Sendable, Codable, Hashable {
             tags: try c.decodeIfPresent([String].self, forKey: .tags) ?? [],
             allowMetered: try c.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? false,
             allowRoaming: try c.decodeIfPresent(Bool.self, forKey: .allowRoaming),
-            segments: try c.decodeIfPresent(Int.self, forKey: .segments))
+            segments: try c.decodeIfPresent(Int.self, forKey: .segments),
+            maxSize: try c.decodeIfPresent(Int64.self, forKey: .maxSize))
     }
 }
 
@@ -80,18 +85,24 @@ public struct JobStatus: Sendable, Codable, Hashable {
     public var pausedSeconds: Double
     public var link: String?
     public var action: String?
+    /// While the server cannot be reached: when the next attempt is due, and why the last one failed.
+    public var nextRetryAt: Date?
+    public var retryReason: String?
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case job, link, action
-        case pausedSeconds = "paused_seconds"
+        case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason"
     }
 
-    public init(job: JobRecord, pausedSeconds: Double, link: String?, action: String?) {
+    public init(job: JobRecord, pausedSeconds: Double, link: String?, action: String?, nextRetryAt: Date? = nil,
+                retryReason: String? = nil) {
         self.job = job
         self.pausedSeconds = pausedSeconds
         self.link = link
         self.action = action
+        self.nextRetryAt = nextRetryAt
+        self.retryReason = retryReason
     }
 }
 

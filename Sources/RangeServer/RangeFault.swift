@@ -25,4 +25,10 @@ public enum RangeFault: Sendable {
     case unavailable(retryAfter: Int, times: Int)
     /// Answer 416 to the next `times` ranged requests.
     case rangeNotSatisfiable(times: Int)
+    /// Claim this complete length in every Content-Range (a hostile or broken server's number).
+    case claimTotal(Int64)
+    /// Send `Content-Encoding: value` with every body (it is still the raw bytes).
+    case contentEncoding(String)
+    /// Send no Content-Length and no Content-Range: a body of unknown length (chunked), ranges ignored.
+    case noLength
 }

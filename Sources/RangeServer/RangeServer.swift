@@ -150,8 +150,10 @@ public final class RangeServer: Sendable {
                 status: 503, headers: [("Retry-After", "\(after)"), ("Content-Length", "0")], content: nil, index: index
             )
         }
+        let noLength = flags.contains { if case .noLength = $0 { return true } else { return false } }
+        for f in flags { if case .contentEncoding(let value) = f { headers.append(("Content-Encoding", value)) } }
         var range: ResponsePlan.ParsedRange?
-        if let r = request.range, !ignoreRange { range = ResponsePlan.parseRange(r, size: content.size) }
+        if let r = request.range, !ignoreRange, !noLength { range = ResponsePlan.parseRange(r, size: content.size) }
         if range != nil,
             take(&s, { if case .rangeNotSatisfiable = $0 { return true } else { return false } }) != nil
         {
@@ -184,12 +186,14 @@ public final class RangeServer: Sendable {
             plan.status = 206
             plan.start = first
             plan.end = last + 1
-            plan.headers.append(("Content-Range", "bytes \(first)-\(last)/\(content.size)"))
+            var claimed = content.size
+            for f in flags { if case .claimTotal(let total) = f { claimed = total } }
+            plan.headers.append(("Content-Range", "bytes \(first)-\(last)/\(claimed)"))
         case nil:
             plan.start = 0
             plan.end = content.size
         }
-        plan.headers.append(("Content-Length", "\(plan.end - plan.start)"))
+        if !noLength { plan.headers.append(("Content-Length", "\(plan.end - plan.start)")) }
         if case .truncate(let after, _)? = take(&s, { if case .truncate = $0 { return true } else { return false } }) {
             plan.cutAfter = after
         } else if case .reset(let after, _)? = take(&s, { if case .reset = $0 { return true } else { return false } }) {

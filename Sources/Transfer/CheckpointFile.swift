@@ -140,6 +140,14 @@ enum FileIO {
         return dir.isEmpty ? "/" : dir
     }
 
+    /// Bytes available to unprivileged users on the file system holding `directory`, if known.
+    static func freeBytes(_ directory: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
+        let (product, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return overflow ? Int64.max : product
+    }
+
     /// The last component of `path`: the name inside `directory(of:)`.
     static func name(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }

@@ -1,3 +1,16 @@
+/// The sizes Meterwise does arithmetic on: every size and offset from a server, a checkpoint or the API
+/// is checked against this bound first, so no sum or product of them can overflow.
+public enum ObjectLimits {
+    /// 1 PiB: larger than any object a download engine meets, small enough that `16 * maxBytes` fits.
+    public static let maxBytes: Int64 = 1 << 50
+
+    static func tooLarge(_ what: String) -> TransferError {
+        TransferError(
+            .protocolViolation,
+            "The server's \(what) claims more than 1 PiB; that is not a real object. Check the URL or the server.")
+    }
+}
+
 /// A parsed `Content-Range: bytes first-last/total` (RFC 9110 §14.4). `total` is nil for `*`.
 public struct ContentRange: Sendable, Equatable {
     /// First byte offset, inclusive.

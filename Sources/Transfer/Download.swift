@@ -37,6 +37,7 @@ public final class Download: Sendable {
     let limiter: RateLimiter
     let control: Mutex<Control>
     let retry: RetryPolicy
+    let wake = RetryWake()
 
     /// Creates a download; nothing happens until `run()`.
     /// - Parameters:
@@ -67,6 +68,12 @@ public final class Download: Sendable {
     /// Binds the next connections to this source address (nil: any). Requests in flight keep theirs.
     public func setLocalAddress(_ address: String?) {
         control.withLock { $0.localAddress = address }
+    }
+
+    /// Ends the back-off of segments waiting to retry, so they try again now (a link change: the outage
+    /// may be over). No effect on segments that are transferring.
+    public func retryNow() {
+        wake.wakeAll()
     }
 
     /// Stops a running download: in-flight requests are cancelled at once, queued data is written and

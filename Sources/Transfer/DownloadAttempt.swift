@@ -159,7 +159,7 @@ extension DownloadRun {
                 logger.debug("retrying", metadata: ["segment": "\(id)", "reason": "\(reason)", "delay": "\(delay)"])
                 download.sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
                 do {
-                    try await Task.sleep(for: delay)
+                    try await download.wake.sleep(for: delay)
                 } catch {
                     return .ended
                 }
@@ -193,6 +193,10 @@ extension DownloadRun {
                 response = try await client.execute(http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
+                if let error = error as? HTTPClientError, error == .getConnectionFromPoolTimeout {
+                    // Waiting for a free connection is not the server failing: it never counts as a retry.
+                    return .retry(after: nil, reason: "waiting for a free connection", progressed: true)
+                }
                 return .retry(after: nil, reason: "the request failed: \(FailureText.describe(error))", progressed: false)
             }
             let head = ResponseHead(response)
@@ -217,6 +221,10 @@ extension DownloadRun {
                     return .end(.failed(error))
                 }
             case .body(let offset, _, let total, let validators):
+                if let total, board.takeAdmission() {
+                    if let failure = admissionProblem(total: total, have: board.counters.done) { return .end(.failed(failure)) }
+                    if let admit = request.admitTotal, await !admit(total) { return .end(.stop(.pause)) }
+                }
                 board.accept(total: total, validators: validators, ranged: head.status == 206, segment: id)
                 return await consume(response.body, from: offset, id: id, board: board, writer: writer)
             case .restart(let reason):
@@ -231,12 +239,32 @@ extension DownloadRun {
         }
     }
 
+    /// Nil when an object of `total` bytes may be downloaded here; otherwise why not: over the maximum
+    /// size, or more than the free space (with how much is missing).
+    func admissionProblem(total: Int64, have: Int64) -> TransferError? {
+        let limit = request.maxSize ?? ObjectLimits.maxBytes
+        if total > limit {
+            return TransferError(
+                .tooLarge,
+                "The object is \(total) bytes, over the maximum size of \(limit) bytes; raise --max-size if it is right.")
+        }
+        let directory = FileIO.directory(of: request.destination)
+        if let free = FileIO.freeBytes(directory), total - have > free {
+            return TransferError(
+                .tooLarge,
+                "The object needs \(total - have) more bytes but \(directory) has \(free) free; free \(total - have - free) bytes or choose another -o, then run again.")
+        }
+        return nil
+    }
+
     /// Streams a body to the writer at the Content-Range offset, up to the segment's (shrinking) end.
     func consume(
         _ body: HTTPClientResponse.Body, from offset: Int64, id: Int, board: DownloadBoard, writer: FileWriter
     ) async -> FetchOutcome {
         var position = offset
         let onBytes = request.onBytes
+        let limit = request.maxSize ?? ObjectLimits.maxBytes
+        var speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
         do {
             for try await buffer in body {
                 let n = buffer.readableBytes
@@ -244,6 +272,14 @@ extension DownloadRun {
                 onBytes?(n)
                 let end = board.end(of: id)
                 if position >= end { break }
+                if end == RangePlan.unknownEnd, position + Int64(n) > limit {
+                    return .end(.failed(TransferError(
+                        .tooLarge,
+                        "The server sent more than \(limit) bytes without saying the length; stopped. Raise --max-size if the object is that large.")))
+                }
+                if !isThrottledBelowLowSpeed, let slow = speed.add(n, at: .now) {
+                    return .retry(after: nil, reason: slow, progressed: false)
+                }
                 var slice = buffer
                 if Int64(n) > end - position {
                     slice = buffer.getSlice(at: buffer.readerIndex, length: Int(end - position))!
@@ -271,6 +307,44 @@ extension DownloadRun {
     }
 }
 
+extension DownloadRun {
+    /// A rate limit so low that the low-speed check would fire on it: the check is off then.
+    var isThrottledBelowLowSpeed: Bool {
+        guard let rate = download.rateLimit else { return false }
+        return rate < request.lowSpeedLimit * 4 * Int64(max(1, request.segments ?? 4))
+    }
+}
+
+/// The low-speed limit of one response: bytes received per window; pure.
+struct LowSpeedWindow {
+    let limit: Int64
+    let window: Duration
+    var start: ContinuousClock.Instant
+    var bytes: Int64 = 0
+
+    init(limit: Int64, window: Duration, start: ContinuousClock.Instant) {
+        self.limit = limit
+        self.window = window
+        self.start = start
+    }
+
+    /// Counts `n` bytes received at `now`; returns why the response is too slow when a full window passed
+    /// below the limit, and starts a new window otherwise.
+    mutating func add(_ n: Int, at now: ContinuousClock.Instant) -> String? {
+        guard limit > 0, window > .zero else { return nil }
+        bytes += Int64(n)
+        let elapsed = now - start
+        guard elapsed >= window else { return nil }
+        let seconds = elapsed.secondsDouble
+        if Double(bytes) < Double(limit) * seconds {
+            return "the server sent \(bytes) bytes in \(Int(seconds)) s, below the low-speed limit of \(limit) bytes/s"
+        }
+        start = now
+        bytes = 0
+        return nil
+    }
+}
+
 extension ResponseHead {
     init(_ response: HTTPClientResponse) {
         let h = response.headers
@@ -279,9 +353,10 @@ extension ResponseHead {
             etag: h.first(name: "ETag"),
             lastModified: h.first(name: "Last-Modified"),
             contentRange: h.first(name: "Content-Range"),
-            contentLength: h.first(name: "Content-Length").flatMap { Int64($0) },
+            contentLength: h.first(name: "Content-Length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil },
             retryAfter: h.first(name: "Retry-After"),
-            location: h.first(name: "Location")
+            location: h.first(name: "Location"),
+            contentEncoding: h.first(name: "Content-Encoding")
         )
     }
 }

@@ -16,6 +16,8 @@ final class DownloadBoard: Sendable {
         var fetched: Int64 = 0
         var inFlight: Set<Int> = []
         var learned: AsyncStream<Int>.Continuation?
+        /// The object's length was admitted (size limits, free space, the engine's decision) in this attempt.
+        var admitted = false
     }
 
     let state: Mutex<State>
@@ -59,6 +61,14 @@ final class DownloadBoard: Sendable {
             }
             let last: Int64? = end == RangePlan.unknownEnd || s.known == nil ? nil : end - 1
             return (RangeAsk(start: next, last: last, ranged: true), s.known, hasLocal, hasAll)
+        }
+    }
+
+    /// True the first time it is called in this attempt: the one segment that then admits the length.
+    func takeAdmission() -> Bool {
+        state.withLock { s in
+            defer { s.admitted = true }
+            return !s.admitted
         }
     }
 

@@ -28,8 +28,19 @@ public struct DownloadRequest: Sendable {
     public var chunkSize: Int64
     /// A request that makes no progress for this long is cancelled and retried.
     public var noProgressTimeout: Duration
-    /// Retries of one range without progress before the download fails.
+    /// Retries of one range without progress before the download fails; `Int.max` is forever.
     public var maxRetries: Int
+    /// The largest object accepted: a larger declared length, or a body of unknown length that grows past
+    /// it, fails the download (`tooLarge`). Nil: `ObjectLimits.maxBytes`.
+    public var maxSize: Int64?
+    /// A request whose body arrives slower than this many bytes per second over `lowSpeedTime` is
+    /// abandoned and retried (a server dripping a byte every 29 s never trips the read timeout). 0: off.
+    public var lowSpeedLimit: Int64
+    /// The window of `lowSpeedLimit`.
+    public var lowSpeedTime: Duration
+    /// Called once when the object's real length becomes known (HEAD or first response), before any body
+    /// byte is read: the engine decides again with the real size. False stops the download as a pause.
+    public var admitTotal: (@Sendable (Int64) async -> Bool)?
     /// Whose rights the download's files are created, opened and renamed with (the daemon sets the user who
     /// asked); nil is the process's own.
     public var identity: FileIdentity?
@@ -53,6 +64,9 @@ public struct DownloadRequest: Sendable {
         chunkSize: Int64 = 4 << 20,
         noProgressTimeout: Duration = .seconds(30),
         maxRetries: Int = 8,
+        maxSize: Int64? = nil,
+        lowSpeedLimit: Int64 = 1024,
+        lowSpeedTime: Duration = .seconds(60),
         identity: FileIdentity? = nil,
         onBytes: (@Sendable (Int) -> Void)? = nil
     ) {
@@ -70,6 +84,9 @@ public struct DownloadRequest: Sendable {
         self.chunkSize = chunkSize
         self.noProgressTimeout = noProgressTimeout
         self.maxRetries = maxRetries
+        self.maxSize = maxSize
+        self.lowSpeedLimit = lowSpeedLimit
+        self.lowSpeedTime = lowSpeedTime
         self.identity = identity
         self.onBytes = onBytes
     }

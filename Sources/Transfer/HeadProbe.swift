@@ -22,7 +22,7 @@ extension DownloadRun {
                 url = next
                 continue
             }
-            guard head.status == 200, let total = head.contentLength, total > 0,
+            guard head.status == 200, let total = head.contentLength, total > 0, total <= ObjectLimits.maxBytes,
                 response.headers.first(name: "Accept-Ranges")?.lowercased() == "bytes", !head.validators.isEmpty
             else { return nil }
             logger.debug("learned from HEAD", metadata: ["bytes": "\(total)", "url": "\(RedactedURL.redact(url))"])

@@ -14,11 +14,13 @@ public struct ResponseHead: Sendable, Equatable {
     public var retryAfter: String?
     /// The Location header.
     public var location: String?
+    /// The Content-Encoding header.
+    public var contentEncoding: String?
 
     /// Creates a head.
     public init(
         status: Int, etag: String? = nil, lastModified: String? = nil, contentRange: String? = nil,
-        contentLength: Int64? = nil, retryAfter: String? = nil, location: String? = nil
+        contentLength: Int64? = nil, retryAfter: String? = nil, location: String? = nil, contentEncoding: String? = nil
     ) {
         self.status = status
         self.etag = etag
@@ -27,6 +29,7 @@ public struct ResponseHead: Sendable, Equatable {
         self.contentLength = contentLength
         self.retryAfter = retryAfter
         self.location = location
+        self.contentEncoding = contentEncoding
     }
 
     /// The validators this response carries (weak ETags dropped).
@@ -103,6 +106,25 @@ public enum ResponseDecision: Sendable, Equatable {
 /// Classifies a response head against the request and the checkpoint: the resume protocol as a pure
 /// function (the table in docs/checkpoint.md).
 public enum ResponseClassifier {
+    /// Nil when every size in the head is one Meterwise can do arithmetic on (at most
+    /// `ObjectLimits.maxBytes`); otherwise the failure that says so.
+    static func sizeProblem(_ head: ResponseHead) -> TransferError? {
+        let limit = ObjectLimits.maxBytes
+        if let length = head.contentLength, length > limit {
+            return ObjectLimits.tooLarge("Content-Length \(length)")
+        }
+        if let text = head.contentRange {
+            if let range = ContentRange(header: text), range.last < limit, (range.total ?? 0) <= limit { return nil }
+            if let total = ContentRange.unsatisfiedTotal(header: text), total > limit {
+                return ObjectLimits.tooLarge("Content-Range \(text.prefix(60))")
+            }
+            if let range = ContentRange(header: text), range.last >= limit || (range.total ?? 0) > limit {
+                return ObjectLimits.tooLarge("Content-Range \(text.prefix(60))")
+            }
+        }
+        return nil
+    }
+
     /// - Parameters:
     ///   - head: the response head.
     ///   - ask: the range that was requested.
@@ -113,6 +135,15 @@ public enum ResponseClassifier {
     public static func classify(
         _ head: ResponseHead, ask: RangeAsk, known: KnownObject?, hasLocalData: Bool, hasAllData: Bool = false
     ) -> ResponseDecision {
+        if let problem = sizeProblem(head) { return .fail(problem) }
+        if (200...206).contains(head.status), let encoding = head.contentEncoding,
+            !encoding.split(separator: ",").allSatisfy({ $0.trimmingCharacters(" ").lowercased() == "identity" })
+        {
+            // Asked for identity: an encoded body must never be spliced raw into the file.
+            return .fail(TransferError(
+                .protocolViolation,
+                "The server sent the body with Content-Encoding \(encoding.prefix(40)) although identity was asked for; the file would be corrupt. Ask the server's operator to serve it unencoded."))
+        }
         switch head.status {
         case 301, 302, 303, 307, 308:
             guard let location = head.location, !location.isEmpty else {

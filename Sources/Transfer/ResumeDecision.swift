@@ -22,10 +22,12 @@ public enum ResumeDecision {
     ) -> ResumeAction {
         if unreadable { return .discard(.damagedCheckpoint) }
         guard let cp = checkpoint else { return .fresh }
-        guard cp.format == Checkpoint.formatName, cp.version == Checkpoint.currentVersion, cp.chunkSize > 0,
-            cp.destination == destination, let total = cp.totalBytes, total >= 0
+        // Every number is bounded before any arithmetic: a checkpoint is a file anyone may have edited.
+        guard cp.format == Checkpoint.formatName, cp.version == Checkpoint.currentVersion,
+            (1...(1 << 30)).contains(cp.chunkSize), cp.destination == destination, let total = cp.totalBytes,
+            (0...ObjectLimits.maxBytes).contains(total), cp.pieces.count <= total / cp.chunkSize + 1
         else { return .discard(.damagedCheckpoint) }
-        if cp.pieces.contains(where: { $0.offset < 0 || $0.length <= 0 || $0.offset + $0.length > total }) {
+        if cp.pieces.contains(where: { $0.offset < 0 || $0.offset > total || $0.length <= 0 || $0.length > total - $0.offset }) {
             return .discard(.damagedCheckpoint)
         }
         if RedactedURL.withoutQuery(cp.url) != RedactedURL.withoutQuery(url) { return .discard(.otherURL) }

@@ -6,7 +6,8 @@ public struct RetryPolicy: Sendable, Equatable {
     public var cap: Duration
     /// The longest Retry-After honoured.
     public var maxRetryAfter: Duration
-    /// Attempts without progress before giving up.
+    /// Attempts without progress before giving up; `Int.max` retries forever (the daemon: an outage is a
+    /// wait, not a failure).
     public var maxAttempts: Int
 
     /// Creates a policy.
@@ -23,7 +24,7 @@ public struct RetryPolicy: Sendable, Equatable {
     public func delay(attempt: Int, retryAfter: Duration?, jitter: Double) -> Duration? {
         guard attempt >= 1, attempt <= maxAttempts else { return nil }
         var step = base
-        for _ in 1..<attempt where step < cap { step = step * 2 }
+        for _ in 1..<min(attempt, 64) where step < cap { step = step * 2 }
         if step > cap { step = cap }
         let jittered = step * (0.5 + 0.5 * min(max(jitter, 0), 0.999_999))
         if let retryAfter { return max(jittered, min(retryAfter, maxRetryAfter)) }

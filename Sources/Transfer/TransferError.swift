@@ -33,6 +33,8 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         case permission = "permission_denied"
         /// Another download is writing the same file now.
         case outputBusy = "output_busy"
+        /// The object is larger than the maximum size asked for, or than the free space.
+        case tooLarge = "too_large"
     }
 
     /// What kind of failure this is.
