@@ -177,9 +177,15 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "TransferTests", dependencies: ["Transfer", "RangeServer", "TestSupport"]),
         .testTarget(
-            name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport"]),
+            name: "TransferTests",
+            dependencies: ["Transfer", "RangeServer", "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+        .testTarget(
+            name: "EngineTests",
+            dependencies: [
+                "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport", "RangeServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab"]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]

@@ -147,7 +147,8 @@ extension Engine {
         case let .restarted(reason):
             events.publish(.notice(job: id, "restarted from 0: \(reason)"))
         case let .retrying(attempt, delay, reason):
-            jobs[id]?.nextRetryAt = now.addingTimeInterval(delay.seconds)
+            // The downloader sleeps in real time, whatever the engine's clock: the wall clock says when.
+            jobs[id]?.nextRetryAt = Date().addingTimeInterval(delay.seconds)
             jobs[id]?.retryReason = reason
             events.publish(.notice(job: id, "retry \(attempt) in \(delay): \(reason)"))
         case let .warning(text):

@@ -18,6 +18,8 @@ public enum TestNeeds {
         guard getpwnam("nobody") != nil, getgrnam("nogroup") != nil else { return "no user nobody or group nogroup" }
         return nil
     }()
+    /// Why tests that mount a small tmpfs (root) cannot run here.
+    public static let rootUnavailable: String? = geteuid() == 0 ? nil : "needs root to mount a small tmpfs (CI runs as root)"
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -46,6 +48,11 @@ extension Trait where Self == ConditionTrait {
     /// Needs root, `runuser` and the user `nobody`: the other local user of the security tests.
     public static var needsOtherUser: Self {
         .enabled(if: TestNeeds.otherUserUnavailable == nil, Comment(rawValue: "other user: \(TestNeeds.otherUserUnavailable ?? "")"))
+    }
+
+    /// Needs root (a tmpfs mount for disk-full tests).
+    public static var needsRoot: Self {
+        .enabled(if: TestNeeds.rootUnavailable == nil, Comment(rawValue: "root: \(TestNeeds.rootUnavailable ?? "")"))
     }
 
     /// Needs the built `meterwise` binary.

@@ -50,7 +50,7 @@ public final class Download: Sendable {
         self.client = client
         self.logger = logger
         self.limiter = RateLimiter(rate: request.rateLimit)
-        self.retry = RetryPolicy(maxAttempts: request.maxRetries)
+        self.retry = RetryPolicy(cap: max(request.retryCap, .milliseconds(250)), maxAttempts: request.maxRetries)
         var control = Control()
         control.localAddress = request.localAddress
         self.control = Mutex(control)

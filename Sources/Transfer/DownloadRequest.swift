@@ -30,6 +30,8 @@ public struct DownloadRequest: Sendable {
     public var noProgressTimeout: Duration
     /// Retries of one range without progress before the download fails; `Int.max` is forever.
     public var maxRetries: Int
+    /// The longest back-off between retries (exponential from 250 ms, with jitter).
+    public var retryCap: Duration = .seconds(30)
     /// The largest object accepted: a larger declared length, or a body of unknown length that grows past
     /// it, fails the download (`tooLarge`). Nil: `ObjectLimits.maxBytes`.
     public var maxSize: Int64?

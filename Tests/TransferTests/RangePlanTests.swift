@@ -103,6 +103,31 @@ struct ResumeDecisionTests {
         #expect(action == .discard(.damagedCheckpoint))
     }
 
+    /// A checkpoint is a file anyone may have edited: numbers that would overflow are refused, not computed.
+    @Test(arguments: [
+        (Int64.max - 10, Int64(50), Int64(100)),
+        (Int64(0), Int64.max, Int64(100)),
+        (Int64(50), Int64(50), Int64.max),
+        (Int64(-50), Int64(50), Int64(100)),
+    ])
+    func overflowingCheckpointNumbersAreDiscarded(_ offset: Int64, _ length: Int64, _ total: Int64) {
+        var cp = Self.checkpoint()
+        cp.totalBytes = total
+        cp.pieces = [Checkpoint.Piece(offset: offset, length: length, sha256: "x")]
+        let action = ResumeDecision.decide(
+            checkpoint: cp, unreadable: false, url: "http://h/f", destination: "/tmp/f", resumeUnvalidated: false)
+        #expect(action == .discard(.damagedCheckpoint))
+    }
+
+    @Test(arguments: [Int64(0), Int64(-1), Int64.max, Int64(1 << 30) + 1])
+    func unreasonableChunkSizesAreDiscarded(_ chunk: Int64) {
+        var cp = Self.checkpoint()
+        cp.chunkSize = chunk
+        let action = ResumeDecision.decide(
+            checkpoint: cp, unreadable: false, url: "http://h/f", destination: "/tmp/f", resumeUnvalidated: false)
+        #expect(action == .discard(.damagedCheckpoint))
+    }
+
     /// A checkpoint must name the download's URL; a presigned query may change (signatures expire).
     @Test(arguments: [
         ("http://h/f?X-Amz-Signature=new", ResumeAction.resume(checkpoint())),
