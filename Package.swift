@@ -157,6 +157,9 @@ let package = Package(
         .executableTarget(
             name: "bench-hints", dependencies: ["TestSupport", "Lab"], path: "bench/hints", exclude: ["run.sh"]),
         .executableTarget(
+            name: "bench-soak", dependencies: ["TestSupport", "RangeServer", "MeterwiseClient"], path: "bench/soak",
+            exclude: ["run.sh"]),
+        .executableTarget(
             name: "bench-policy", dependencies: ["Policy", "Links", "ConfigKit"], path: "bench/policy",
             exclude: ["run.sh"]),
 
