@@ -34,11 +34,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.0"),
     ],
     targets: [
-        // libnl-3 + libnl-route-3, with a shim for the macros and variadics Swift cannot call.
+        // libnl-3 + libnl-route-3 + libnl-genl-3 (nl80211), with a shim for the macros and variadics Swift
+        // cannot call.
         .systemLibrary(
             name: "CNetlink",
             pkgConfig: "libnl-route-3.0",
-            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev", "libnl-genl-3-dev"])]
         ),
         // libsystemd's sd-bus, for NetworkManager's view of links (imported by SystemHints only).
         .systemLibrary(
@@ -56,7 +57,8 @@ let package = Package(
             name: "Links",
             dependencies: ["ConfigKit", .product(name: "Yams", package: "Yams")]
         ),
-        // The libnl backend of LinkMonitor: the only module that imports CNetlink.
+        // The libnl backend of LinkMonitor, and Wi-Fi SSID/BSSID hints from nl80211: the only module that
+        // imports CNetlink.
         .target(
             name: "NetlinkLinks",
             dependencies: [
@@ -171,7 +173,10 @@ let package = Package(
         ),
 
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
-        .testTarget(name: "NetlinkLinksTests", dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport"]),
+        .testTarget(
+            name: "NetlinkLinksTests",
+            dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "SystemHintsTests", dependencies: ["SystemHints", "Links", "Lab", "TestSupport"]),
         .testTarget(
             name: "PolicyTests",

@@ -1,4 +1,4 @@
-// Meterwise's window onto libnl-3 / libnl-route-3. Only the NetlinkLinks module imports it.
+// Meterwise's window onto libnl-3 / libnl-route-3 / libnl-genl-3 (nl80211). Only the NetlinkLinks module imports it.
 // Swift cannot call C macros, variadic functions or use some enum-like #defines, so small static
 // inline wrappers live here. Do not include <net/if.h>: its IFF_* enumerators clash with
 // <linux/if.h>, which libnl pulls in.
@@ -24,6 +24,9 @@
 #include <arpa/inet.h>
 #include <netlink/msg.h>
 #include <netlink/utils.h>
+#include <netlink/genl/genl.h>
+#include <netlink/genl/ctrl.h>
+#include <linux/nl80211.h>
 
 /// Enters a network namespace on the calling thread (setns with CLONE_NEWNET). 0 or -1 with errno.
 extern int setns(int fd, int nstype);
@@ -223,6 +226,25 @@ static inline int mw_read_events(int fd, struct mw_route_sink *sink) {
         break;
     }
     return overrun ? -ENOBUFS : count;
+}
+
+/// Sends one generic netlink dump request (`cmd` with NLM_F_DUMP) to `family`, restricted to one interface
+/// (NL80211_ATTR_IFINDEX) when `ifindex` > 0. Wraps genlmsg_put, whose flags Swift cannot spell. 0 or a
+/// negative libnl error.
+static inline int mw_genl_dump_request(struct nl_sock *sock, int family, uint8_t cmd, uint32_t ifindex) {
+    struct nl_msg *msg = nlmsg_alloc();
+    if (!msg) return -NLE_NOMEM;
+    int err = 0;
+    if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, NLM_F_DUMP, cmd, 0)) err = -NLE_NOMEM;
+    if (err == 0 && ifindex > 0) err = nla_put_u32(msg, NL80211_ATTR_IFINDEX, ifindex);
+    if (err == 0) err = nl_send_auto(sock, msg);
+    nlmsg_free(msg);
+    return err < 0 ? err : 0;
+}
+
+/// Makes `callback` see every valid message `sock` receives, with `arg`. 0 or a negative libnl error.
+static inline int mw_on_valid_message(struct nl_sock *sock, nl_recvmsg_msg_cb_t callback, void *arg) {
+    return nl_socket_modify_cb(sock, NL_CB_VALID, NL_CB_CUSTOM, callback, arg);
 }
 
 #endif

@@ -91,3 +91,26 @@ extension LinkSnapshot {
         return copy
     }
 }
+
+extension LinkHint {
+    /// An SSID's bytes as every source shows them, so a `networks:` rule matches whichever source spoke: UTF-8
+    /// when valid (and free of newlines and NULs), else lowercase hex, two digits a byte (SSIDs are arbitrary
+    /// bytes); nil when empty or longer than 802.11's 32 bytes.
+    public static func ssidText(_ bytes: [UInt8]) -> String? {
+        guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
+        if let text = String(validating: bytes, as: UTF8.self), !text.contains(where: { $0.isNewline || $0 == "\0" }) {
+            return text
+        }
+        return bytes.map(hexByte).joined()
+    }
+
+    /// A MAC address (a BSSID) as every source shows it: lowercase, colon-separated, `aa:bb:cc:dd:ee:ff`.
+    public static func macText(_ bytes: [UInt8]) -> String {
+        bytes.map(hexByte).joined(separator: ":")
+    }
+
+    private static func hexByte(_ byte: UInt8) -> String {
+        let text = String(byte, radix: 16)
+        return text.count == 1 ? "0" + text : text
+    }
+}

@@ -67,7 +67,8 @@ enum LinkSource {
         return ScenarioLinkMonitor(scenario: try loadScenario(scenario), clock: ContinuousClock(), speed: speed)
     }
 
-    /// The kernel's links (netlink), with NetworkManager's hints joined unless `hints` is `.none`.
+    /// The kernel's links (netlink), with the hint sources' facts (NetworkManager, nl80211, networkd, ModemManager)
+    /// joined unless `hints` is `.none`.
     static func kernel(hints: HintChoice, logger: Logger = Logger(label: "meterwise.links")) -> any LinkMonitor {
         let netlink = NetlinkLinkMonitor(logger: logger)
         switch hints {
@@ -76,8 +77,9 @@ enum LinkSource {
             return HintedLinkMonitor(
                 base: netlink,
                 sources: [
-                    NetworkManagerHints(logger: logger), NetworkdLeaseHints(logger: logger),
-                    ModemManagerHints(logger: logger),
+                    // NetworkManager first: its SSID and BSSID win; nl80211 fills them where it does not run.
+                    NetworkManagerHints(logger: logger), WirelessHints(logger: logger),
+                    NetworkdLeaseHints(logger: logger), ModemManagerHints(logger: logger),
                 ])
         }
     }

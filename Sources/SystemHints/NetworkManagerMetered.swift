@@ -66,13 +66,9 @@ public struct NetworkManagerDevice: Sendable, Hashable {
         return LinkHints(byName: byName, sources: ["networkmanager"])
     }
 
-    /// An SSID's bytes as text: UTF-8 when valid, else hex (SSIDs are arbitrary bytes); nil when empty.
+    /// An SSID's bytes as text: UTF-8 when valid, else hex (SSIDs are arbitrary bytes); nil when empty. The
+    /// same rendering as every other source's (`LinkHint.ssidText`).
     static func ssidText(_ bytes: [UInt8]) -> String? {
-        guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
-        if let text = String(validating: bytes, as: UTF8.self), !text.contains(where: { $0.isNewline || $0 == "\0" }) {
-            return text
-        }
-        return bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
-            .joined()
+        LinkHint.ssidText(bytes)
     }
 }
