@@ -60,7 +60,8 @@ struct DaemonCommand: AsyncParsableCommand {
         let policySource = PolicyLocator.current(explicit: policy)
         let policySet = try PolicyOption.load(policySource)
         let stateDirectory = state ?? StatePaths.stateDirectory
-        let socketPath = socket ?? StatePaths.socket
+        // Absolute, so the socket's directory is known and clients given the same relative path still work.
+        let socketPath = URL(fileURLWithPath: socket ?? StatePaths.socket).standardizedFileURL.path
         let clock = ScaledClock(speed: scenario == nil ? 1 : speed)
         let monitor: any LinkMonitor
         if let scenario {

@@ -150,4 +150,18 @@ import Testing
         #expect(notSocket.stderr.contains("is not a socket"), "\(notSocket.stderr)")
         #expect(ContinuousClock.now - start < .seconds(10))
     }
+
+    /// `--socket d.sock` relative to the working directory, as a user types it.
+    @Test func aRelativeSocketPathWorks() async throws {
+        let directory = URL(fileURLWithPath: "/tmp/mwd-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
+        let daemon = try LineCollector(["/bin/sh", "-c", "cd '\(directory.path)' && exec '\(RepoPaths.binary)' daemon --links scenario "
+            + "--scenario '\(scenario)' --policy '\(RepoPaths.file("policies/default.yaml"))' --state state --socket d.sock"])
+        defer { daemon.stop() }
+        let socket = directory.appendingPathComponent("d.sock").path
+        #expect(await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: socket) })
+        #expect(try BinaryRun.run(["list", "--socket", socket]).status == 0)
+    }
 }
