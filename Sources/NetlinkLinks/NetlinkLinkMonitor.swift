@@ -129,8 +129,8 @@ final class ReceiveLoop: Sendable {
                     continuation.finish(throwing: NetlinkError(.gaveUp, message))
                     return
                 case let .reopen(delay):
-                    logger.warning("netlink: \(error); reopening and reading every link again in \(delay) "
-                                   + "(failure \(recovery.failures) in a row)")
+                    logger.warning(
+                        "netlink: \(error); reopening and reading every link again in \(delay) (failure \(recovery.failures) in a row)")
                     var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
                     if poll(&fds, 1, Int32(clamping: max(1, delay.milliseconds))) > 0 {
                         continuation.finish()
