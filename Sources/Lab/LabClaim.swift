@@ -71,6 +71,12 @@ public final class LabClaim: Sendable {
         /// The processes that were still inside (killed).
         public var killed: [Int32]
 
+        public init(namespace: String, pid: Int32, killed: [Int32]) {
+            self.namespace = namespace
+            self.pid = pid
+            self.killed = killed
+        }
+
         /// The line the lab prints for it.
         public var message: String {
             "removed namespace \(namespace) left by a lab that died (pid \(pid))"

@@ -16,7 +16,7 @@ import Testing
 
         h.monitor.fail(LinksError(.monitorFailed, "netlink gave up (test)"))
         let ended = await h.runner.result
-        let record = try h.engine.store.jobs().first { $0.id == job.id }
+        let record = try await h.engine.store.jobs().first { $0.id == job.id }
         let connections = h.server.openConnections
         await h.close()
         guard case .failure(let error) = ended else {
