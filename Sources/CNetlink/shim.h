@@ -206,7 +206,8 @@ static inline int mw_dump_default_routes(struct nl_sock *sock, struct mw_route_s
 /// read, -ENOBUFS when the kernel reported an overrun (events were lost: dump everything again), or
 /// another negative errno when the socket failed.
 static inline int mw_read_events(int fd, struct mw_route_sink *sink) {
-    static char buffer[1 << 16];
+    // One buffer per thread: two monitors in one process (tests, benches) must not share it.
+    static _Thread_local char buffer[1 << 16];
     int count = 0;
     int overrun = 0;
     for (;;) {

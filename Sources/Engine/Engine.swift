@@ -40,6 +40,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     /// Jobs whose `run()` is in flight (kept in step with `JobRuntime.running`).
     var runningCount = 0
     var stopped = false
+    /// Why `run()` must throw once it has stopped: the link monitor failed for good.
+    var failure: EngineError?
     /// No decision is made before the monitor's first snapshot: an empty snapshot would pause everything.
     var haveSnapshot = false
     let commands: AsyncStream<Command>
@@ -83,7 +85,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
 
     // MARK: - The main task
 
-    /// Runs until `shutdown()` (or, with `stopWhenIdle`, until every job is finished).
+    /// Runs until `shutdown()` (or, with `stopWhenIdle`, until every job is finished). Throws an
+    /// `EngineError` with code `.linkMonitor` when the link monitor failed for good: every transfer is paused
+    /// with its checkpoint flushed first, and the caller (a daemon) should exit non-zero to be restarted.
     public func run() async throws {
         let monitor = self.monitor
         let clock = self.clock
@@ -121,6 +125,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             }
         }
         events.finish()
+        if let failure { throw failure }
     }
 
     /// Pauses every running transfer (checkpoints flushed), saves everything and ends `run()`.
@@ -143,10 +148,17 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         commandSink.yield(.stop)
     }
 
-    /// Without link information nothing may download: every job pauses until the engine restarts.
-    func monitorFailed(_ error: any Error) {
-        logger.error("the link monitor failed: \(error); pausing every job")
-        apply(LinkSnapshot.empty)
+    /// Without link information nothing may download, and an engine that stays up without it would wait
+    /// forever: every transfer is paused (checkpoints flushed) and `run()` ends by throwing, so that a daemon
+    /// exits non-zero and its service manager restarts it.
+    func monitorFailed(_ error: any Error) async {
+        logger.error("the link monitor failed for good: \(error); pausing every job and stopping the engine")
+        failure = EngineError(
+            .linkMonitor,
+            "link monitoring failed for good, so no job can be decided; the engine stopped with every checkpoint "
+                + "flushed (a service manager restarts the daemon: Restart=on-failure)",
+            cause: error)
+        await shutdown()
     }
 
     func monitorEnded() {

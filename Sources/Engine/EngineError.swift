@@ -9,6 +9,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         /// The asker may not do this (write into a directory that is not theirs).
         case forbidden
         case socket
+        /// The link monitor failed for good: the daemon exits to be restarted.
+        case linkMonitor = "link_monitor"
     }
 
     public var code: Code

@@ -5,6 +5,10 @@ import Synchronization
 /// One `meterwise lab` run: build the topology, start the server in the internet namespace and the
 /// engine in the device namespace, replay the scenario with real netlink operations while sampling the
 /// device's counters, then stop everything and remove the namespaces (also on failure and cancellation).
+///
+/// A lab killed outright (SIGKILL) cannot clean up: its namespaces are recorded in a `LabClaim` before they
+/// are created, and the next lab removes those of dead labs (and the processes in them) first, saying so.
+/// The namespaces of labs still running are left alone, so labs can run side by side.
 public struct LabRun: Sendable {
     /// The server's first stdout line.
     public struct Served: Sendable, Hashable, Decodable {
@@ -40,9 +44,16 @@ public struct LabRun: Sendable {
 
     public static let serverPort = 8080
 
+    /// Where the lab records the namespaces it creates (`LabClaim`).
+    public var claimDirectory = LabClaim.defaultDirectory
+
     /// Runs the lab; the namespaces are gone when it returns or throws.
     public func run() async throws -> LabReport {
-        let topology = try LabTopology.create(uplinks: uplinks, prefix: namespacePrefix)
+        for removed in LabClaim.sweep(directory: claimDirectory) { log("lab: \(removed.message)") }
+        let names = LabTopology.names(prefix: namespacePrefix)
+        let claim = try LabClaim.acquire(namespaces: [names.device, names.internet], directory: claimDirectory)
+        defer { claim.release() }
+        let topology = try LabTopology.create(uplinks: uplinks, names: names)
         defer { topology.teardown() }
         log("lab: namespaces \(topology.device.name) (device) and \(topology.internet.name) (internet); "
             + uplinks.map { uplink in

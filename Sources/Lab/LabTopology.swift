@@ -47,10 +47,23 @@ public struct LabTopology: Sendable {
     /// Builds the namespaces and links. On failure, whatever was created is removed before the error is
     /// thrown.
     public static func create(uplinks: [LabUplink], prefix: String = "mwlab") throws(LabError) -> LabTopology {
-        let device = try Netns.create(prefix: prefix + "-dev")
+        try create(uplinks: uplinks, names: names(prefix: prefix))
+    }
+
+    /// The namespace names a topology with `prefix` gets: `PREFIX-dev-PID-R` and `PREFIX-net-PID-R`, known
+    /// before they exist so that a `LabClaim` can record them first.
+    public static func names(prefix: String = "mwlab") -> (device: String, internet: String) {
+        (Netns.uniqueName(prefix: prefix + "-dev"), Netns.uniqueName(prefix: prefix + "-net"))
+    }
+
+    /// Builds the topology in namespaces named `names`; on failure, whatever was created is removed.
+    public static func create(uplinks: [LabUplink], names: (device: String, internet: String)) throws(LabError)
+        -> LabTopology
+    {
+        let device = try Netns.create(name: names.device)
         let internet: Netns
         do {
-            internet = try Netns.create(prefix: prefix + "-net")
+            internet = try Netns.create(name: names.internet)
         } catch {
             device.delete()
             throw error

@@ -4,6 +4,11 @@ import Foundation
 public struct Netns: Sendable, Hashable {
     public let name: String
 
+    /// The namespace named `name` (it may or may not exist).
+    public init(name: String) {
+        self.name = name
+    }
+
     /// The path to hand to `setns`, e.g. `/run/netns/NAME`.
     public var path: String { "/run/netns/\(name)" }
 
@@ -27,7 +32,16 @@ public struct Netns: Sendable, Hashable {
 
     /// Creates a namespace with a unique name built from `prefix`, with `lo` up.
     public static func create(prefix: String) throws(LabError) -> Netns {
-        let name = "\(prefix)-\(getpid())-\(UInt32.random(in: 0...0xFFFFFF))"
+        try create(name: uniqueName(prefix: prefix))
+    }
+
+    /// A name no other namespace has: `PREFIX-PID-RANDOM`.
+    public static func uniqueName(prefix: String) -> String {
+        "\(prefix)-\(getpid())-\(UInt32.random(in: 0...0xFFFFFF))"
+    }
+
+    /// Creates the namespace `name` (from `uniqueName`), with `lo` up.
+    public static func create(name: String) throws(LabError) -> Netns {
         try Command.run(["ip", "netns", "add", name])
         let namespace = Netns(name: name)
         try namespace.ip("link", "set", "lo", "up")
@@ -50,6 +64,18 @@ public struct Netns: Sendable, Hashable {
     @discardableResult
     public func exec(_ arguments: [String], allowFailure: Bool = false) throws(LabError) -> String {
         try Command.run(["ip", "netns", "exec", name] + arguments, allowFailure: allowFailure)
+    }
+
+    /// Whether a namespace named `name` exists (`ip netns list`).
+    public static func exists(_ name: String) throws(LabError) -> Bool {
+        try Command.run(["ip", "netns", "list"]).split(separator: "\n").contains { line in
+            line.split(separator: " ").first.map(String.init) == name
+        }
+    }
+
+    /// The processes inside the namespace (`ip netns pids`).
+    public func pids() throws(LabError) -> [Int32] {
+        try Command.run(["ip", "netns", "pids", name]).split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
     }
 
     /// Deletes the namespace; links inside it go with it. Never throws, so it is safe in `defer`.

@@ -47,6 +47,10 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "How many transfers run at once.")
     var maxActive: Int = 3
 
+    /// The exit status when link monitoring failed for good (EX_UNAVAILABLE): non-zero, so that systemd's
+    /// `Restart=on-failure` starts the daemon again.
+    static let linkMonitorExitStatus: Int32 = 69
+
     func validate() throws {
         guard links == "netlink" || links == "scenario" else { throw ValidationError("--links must be netlink or scenario") }
         if links == "scenario" && scenario == nil { throw ValidationError("--links scenario needs --scenario FILE") }
@@ -86,7 +90,14 @@ struct DaemonCommand: AsyncParsableCommand {
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as EngineError where error.code == .linkMonitor {
+            // Nothing deep in the stack exits: the engine stopped (checkpoints flushed), the exit is here.
+            withExtendedLifetime(stateLock) {}
+            logger.critical("exiting with status \(Self.linkMonitorExitStatus) for a restart: \(error)")
+            throw ExitCode(Self.linkMonitorExitStatus)
+        }
         withExtendedLifetime(stateLock) {}
         logger.info("stopped; checkpoints flushed")
     }

@@ -23,7 +23,9 @@ struct LabCommand: AsyncParsableCommand {
             to an "internet" namespace serving a generated file on 10.77.100.1:8080, runs the engine in the \
             device namespace (`meterwise demo --links netlink`), replays the scenario with ip link/route \
             operations, then prints the bytes received per interface next to the engine's own accounting. \
-            The namespaces are removed at the end, on failure and on Ctrl-C. See docs/lab.md.
+            The namespaces are removed at the end, on failure and on Ctrl-C; those of a lab killed outright \
+            (SIGKILL) are removed by the next lab, with the processes left in them, and it says so (labs record \
+            their namespaces in /run/meterwise-lab, or METERWISE_LAB_DIR). See docs/lab.md.
             """
     )
 

@@ -7,6 +7,10 @@ public struct NetlinkError: Error, Sendable, CustomStringConvertible {
         case subscribe
         case dump
         case namespace
+        /// Netlink kept failing after every reopen: the monitor gave up (a daemon exits for a restart).
+        case gaveUp
+        /// A failure a test injected (`NetlinkFaults`).
+        case injected
     }
 
     public var code: Code

@@ -15,8 +15,14 @@ import Synchronization
 /// dump and then from route events, which are filtered while parsed — churn of other routes costs a
 /// header check each. A link or address event re-reads links and addresses only (they are few), and drops
 /// the default routes of a link that went down or away (the kernel removes IPv4 routes silently). Routes
-/// are dumped again only after an overrun (ENOBUFS: events were lost). A netlink error after the start
-/// does not end monitoring: the sockets are reopened and everything is read again, with a back-off.
+/// are dumped again only after an overrun (ENOBUFS: events were lost).
+///
+/// Any netlink error after the first snapshot (open, subscribe, dump, poll, receive) closes the sockets,
+/// waits a bounded exponential back-off and reopens them and reads everything again (`NetlinkRecovery`).
+/// When that keeps failing (by default 10 failures over at least 60 s with no healthy session), the
+/// stream throws a `NetlinkError` with code `.gaveUp`: a daemon must not run on without link facts, so it
+/// exits non-zero and its service manager restarts it. An error before the first snapshot is thrown at
+/// once (no netlink, no namespace: the caller's to see).
 public struct NetlinkLinkMonitor: LinkMonitor {
     /// Enter this network namespace (a path such as `/run/netns/NAME`) on the monitor thread first.
     /// sysfs facts are not read then: sysfs shows the namespace it was mounted in.
@@ -24,11 +30,18 @@ public struct NetlinkLinkMonitor: LinkMonitor {
     /// How long to keep collecting messages after the first of a burst before dumping.
     public var coalesceWindow: Duration
     public var logger: Logger
+    /// The back-off between reopens and when to give up.
+    public var recovery: NetlinkRecovery.Limits
+    /// Failures a test injects; none by default.
+    public var faults: NetlinkFaults
 
     public init(namespacePath: String? = nil, coalesceWindow: Duration = .milliseconds(1),
+                recovery: NetlinkRecovery.Limits = NetlinkRecovery.Limits(), faults: NetlinkFaults = .none,
                 logger: Logger = Logger(label: "meterwise.netlink")) {
         self.namespacePath = namespacePath
         self.coalesceWindow = coalesceWindow
+        self.recovery = recovery
+        self.faults = faults
         self.logger = logger
     }
 
@@ -45,7 +58,8 @@ public struct NetlinkLinkMonitor: LinkMonitor {
             _ = write(wakeWrite, &byte, 1)
         }
         let loop = ReceiveLoop(namespacePath: namespacePath, coalesceMillis: Int32(max(0, coalesceWindow.milliseconds)),
-                               wakeRead: wakeRead, wakeWrite: wakeWrite, continuation: continuation, logger: logger)
+                               wakeRead: wakeRead, wakeWrite: wakeWrite, recovery: recovery, faults: faults,
+                               continuation: continuation, logger: logger)
         let thread = Thread { loop.run() }
         thread.name = "meterwise-netlink"
         thread.start()
@@ -68,13 +82,18 @@ final class ReceiveLoop: Sendable {
     let wakeWrite: Int32
     let continuation: AsyncThrowingStream<LinkSnapshot, any Error>.Continuation
     let logger: Logger
+    let limits: NetlinkRecovery.Limits
+    let faults: NetlinkFaults
     /// The last snapshot delivered and its number; kept across reconnects (only the loop thread uses them).
     nonisolated(unsafe) var sequence: UInt64 = 0
     nonisolated(unsafe) var last: LinkSnapshot?
 
     init(namespacePath: String?, coalesceMillis: Int32, wakeRead: Int32, wakeWrite: Int32,
+         recovery: NetlinkRecovery.Limits, faults: NetlinkFaults,
          continuation: AsyncThrowingStream<LinkSnapshot, any Error>.Continuation, logger: Logger) {
         self.namespacePath = namespacePath
+        self.limits = recovery
+        self.faults = faults
         self.coalesceMillis = coalesceMillis
         self.wakeRead = wakeRead
         self.wakeWrite = wakeWrite
@@ -87,34 +106,51 @@ final class ReceiveLoop: Sendable {
             close(wakeRead)
             close(wakeWrite)
         }
+        let origin = ContinuousClock.now
+        var recovery = NetlinkRecovery(limits: limits)
         var started = false
-        var backoff = 1
         while true {
             do {
-                try loop(started: &started)
+                try loop(started: &started) { recovery.opened(at: ContinuousClock.now - origin) }
                 continuation.finish()
                 return
             } catch {
                 // Before the first snapshot an error is the caller's to see (no namespace, no netlink).
-                guard started, error.code != .namespace else {
+                guard started else {
                     continuation.finish(throwing: error)
                     return
                 }
-                logger.warning("netlink: \(error); reopening in \(backoff) s")
-                var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-                if poll(&fds, 1, Int32(backoff * 1000)) > 0 {
-                    continuation.finish()
+                switch recovery.failed(at: ContinuousClock.now - origin) {
+                case let .giveUp(failures, over):
+                    let message = "netlink failed \(failures) times in a row over \(Int(over.seconds)) s, reopening "
+                        + "after each (last: \(error)); giving up on link monitoring, so that a daemon exits and its "
+                        + "service manager restarts it"
+                    logger.error("\(message)")
+                    continuation.finish(throwing: NetlinkError(.gaveUp, message))
                     return
+                case let .reopen(delay):
+                    logger.warning(
+                        "netlink: \(error); reopening and reading every link again in \(delay) (failure \(recovery.failures) in a row)")
+                    var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+                    if poll(&fds, 1, Int32(clamping: max(1, delay.milliseconds))) > 0 {
+                        continuation.finish()
+                        return
+                    }
                 }
-                backoff = min(backoff * 2, 30)
             }
         }
     }
 
+    /// Throws the fault a test injected at `point`, if any.
+    private func check(_ point: NetlinkFaults.Point) throws(NetlinkError) {
+        if let error = faults.fault(point) { throw error }
+    }
+
     /// Opens the sockets, reads everything, then follows events until the consumer goes away (returns)
     /// or netlink fails (throws).
-    private func loop(started: inout Bool) throws(NetlinkError) {
+    private func loop(started: inout Bool, opened: () -> Void) throws(NetlinkError) {
         if let namespacePath { try enterNamespace(namespacePath) }
+        try check(.open)
         guard let events = nl_socket_alloc(), let requests = nl_socket_alloc(), let routeRequests = nl_socket_alloc()
         else {
             throw NetlinkError(.socket, "cannot allocate a netlink socket (out of memory?)")
@@ -139,6 +175,7 @@ final class ReceiveLoop: Sendable {
 
         let dump = NetlinkDump(readSysfs: namespacePath == nil)
         let start = ContinuousClock.now
+        try check(.dump)
         var links = try dump.readLinks(requests)
         var routes = try dump.readDefaultRoutes(routeRequests)
 
@@ -155,6 +192,7 @@ final class ReceiveLoop: Sendable {
 
         publish()
         started = true
+        opened()
         let sink = RouteSink(capacity: 4096)
         defer { sink.free() }
         let eventFD = nl_socket_get_fd(events)
@@ -170,6 +208,7 @@ final class ReceiveLoop: Sendable {
             }
             if fds[1].revents != 0 { return }
             guard fds[0].revents != 0 else { continue }
+            try check(.receive)
             // Coalesce: drain the burst, give stragglers a moment, drain again, then act once.
             sink.reset()
             var overrun = false
@@ -183,6 +222,7 @@ final class ReceiveLoop: Sendable {
             } while poll(&quiet, 1, coalesceMillis) > 0
             if overrun || sink.raw.full != 0 {
                 logger.debug("netlink events were lost (overrun); reading links and routes again")
+                try check(.dump)
                 links = try dump.readLinks(requests)
                 routes = try dump.readDefaultRoutes(routeRequests)
             } else {

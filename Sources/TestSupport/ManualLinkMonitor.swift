@@ -29,6 +29,9 @@ public final class ManualLinkMonitor: LinkMonitor, Sendable {
     }
 
     public func finish() { continuation.finish() }
+
+    /// Ends the stream with `error`, as a monitor that failed for good does.
+    public func fail(_ error: any Error) { continuation.finish(throwing: error) }
 }
 
 /// Snapshots for tests.
