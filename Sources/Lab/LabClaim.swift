@@ -85,6 +85,14 @@ public final class LabClaim: Sendable {
         }
     }
 
+    /// Whether no live process holds the lock of the claim at `path` (its lab is dead, or never was).
+    public static func isFree(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) == 0
+    }
+
     /// Removes the namespaces (and the processes inside them) of every claim in `directory` whose lab is
     /// dead, and those claims. Claims of running labs are left alone. Never throws: a namespace that
     /// cannot be removed stays, its claim too, for the next sweep.

@@ -46,14 +46,17 @@ struct LabClaimTests {
     @Test(.needsKernel) func sweepRemovesADeadLabsNamespacesAndProcessesAndNeverALiveOnes() async throws {
         let directory = try privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // A lab that will die: a real process holds the claim's lock (util-linux flock) and a process runs
-        // inside its namespace.
+        // A lab that will die: a real process holds the claim's lock and a process runs inside its namespace.
+        // One process holds the lock (flock(1) would pass it to its child, which outlives a SIGKILL of flock).
         let dead = try Netns.create(prefix: "mwclaimdead")
         defer { dead.delete() }
         let claimPath = directory + "/1-1.claim"
-        let holder = try start(["flock", "--exclusive", claimPath, "sleep", "600"])
+        let holder = try start([
+            "python3", "-c",
+            "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\ntime.sleep(600)", claimPath,
+        ])
         defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
-        #expect(await eventually { FileManager.default.fileExists(atPath: claimPath) })
+        #expect(await eventually { FileManager.default.fileExists(atPath: claimPath) && !LabClaim.isFree(claimPath) })
         try LabClaimRecord(pid: holder.processIdentifier, namespaces: [dead.name]).text
             .write(toFile: claimPath, atomically: false, encoding: .utf8)
         let inside = try start(["ip", "netns", "exec", dead.name, "sleep", "600"])
@@ -74,7 +77,8 @@ struct LabClaimTests {
 
         // The holder dies as a SIGKILLed lab does: its namespace and the process in it go, the live one stays.
         kill(holder.processIdentifier, SIGKILL)
-        holder.waitUntilExit()
+        // Foundation's waitUntilExit can miss an exit: wait for the lock to be free instead.
+        #expect(await eventually { LabClaim.isFree(claimPath) })
         let removed = LabClaim.sweep(directory: directory)
         #expect(removed == [LabClaim.Removed(namespace: dead.name, pid: holder.processIdentifier,
                                              killed: [inside.processIdentifier])])
