@@ -167,6 +167,9 @@ let package = Package(
             dependencies: ["Links", "RangeServer", "Lab", .product(name: "Subprocess", package: "swift-subprocess")]
         ),
 
+        .testTarget(
+            name: "ConfigKitTests",
+            dependencies: ["ConfigKit", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
         .testTarget(name: "NetlinkLinksTests", dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport"]),
         .testTarget(name: "SystemHintsTests", dependencies: ["SystemHints", "Links", "Lab", "TestSupport"]),
@@ -179,7 +182,11 @@ let package = Package(
         ),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "RangeServer", "TestSupport"]),
         .testTarget(
-            name: "EngineTests", dependencies: ["Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport"]),
+            name: "EngineTests",
+            dependencies: [
+                "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab"]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]
