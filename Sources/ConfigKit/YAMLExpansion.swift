@@ -20,7 +20,9 @@ struct YAMLExpansion {
 
     /// Checks `text` against both limits. Syntax errors are not reported here: Yams reports them with the
     /// same location when it composes the text, which it may then do safely.
-    static func check(_ text: String, maxNodes: Int = YAMLExpansion.maxNodes, maxDepth: Int = YAMLExpansion.maxDepth) -> Excess? {
+    static func check(
+        _ text: String, maxNodes: Int = YAMLExpansion.maxNodes, maxDepth: Int = YAMLExpansion.maxDepth
+    ) -> Excess? {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { return nil }  // libyaml asserts on a null input; Yams reports "empty"
         return bytes.withUnsafeBufferPointer { buffer in

@@ -114,7 +114,8 @@ enum PolicyParser {
         var throttleNode: Node?
         for (key, keyNode, v) in reader.mapping(node, what: "defaults", allowed: defaultsKeys) {
             switch key {
-            case "resume_after": file.resumeAfter = reader.duration(v, what: "resume_after", atMost: PolicyBounds.resumeAfter)
+            case "resume_after":
+                file.resumeAfter = reader.duration(v, what: "resume_after", atMost: PolicyBounds.resumeAfter)
             case "action":
                 if let text = reader.string(v, what: "action") {
                     if let a = Action(rawValue: text), a != .throttle {
