@@ -172,6 +172,9 @@ let package = Package(
             dependencies: ["Links", "RangeServer", "Lab", .product(name: "Subprocess", package: "swift-subprocess")]
         ),
 
+        .testTarget(
+            name: "ConfigKitTests",
+            dependencies: ["ConfigKit", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
         .testTarget(
             name: "NetlinkLinksTests",
@@ -193,6 +196,7 @@ let package = Package(
             dependencies: [
                 "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport", "RangeServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab"]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),

@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// Reads a small text file whole (policy and scenario files, sysfs attributes); nil when unreadable.
-/// Invalid UTF-8 is replaced, so a bad byte shows up as a parse error with its line, not as a crash.
+/// Reads a small system text file whole (sysfs attributes, networkd leases); nil when unreadable.
+/// Invalid UTF-8 is replaced. Configuration files are read with `ConfigText.read`, which refuses it.
 public func readTextFile(_ path: String) -> String? {
     guard let handle = fopen(path, "rb") else { return nil }
     defer { fclose(handle) }

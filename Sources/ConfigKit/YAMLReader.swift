@@ -10,8 +10,20 @@ public struct YAMLReader {
         self.file = file
     }
 
-    /// Parses text into a node tree. A syntax error becomes a located issue and returns nil.
+    /// Parses text into a node tree. A syntax error becomes a located issue and returns nil, and so does a
+    /// text over `ConfigText.maxBytes`, nested deeper than `YAMLExpansion.maxDepth` or whose aliases
+    /// expand past `YAMLExpansion.maxNodes` values: those are refused before Yams builds (and hashes) them.
     public mutating func parse(_ text: String) -> Node? {
+        do {
+            try ConfigText.checkSize(Int64(text.utf8.count), file: file)
+        } catch {
+            issues.append(error)
+            return nil
+        }
+        if let excess = YAMLExpansion.check(text) {
+            record(line: excess.line, column: excess.column, excess.message, hint: excess.hint)
+            return nil
+        }
         do {
             guard let node = try Yams.compose(yaml: text) else {
                 record(line: 1, column: 1, "the file is empty", hint: "start it with `version: 1`")
@@ -114,40 +126,61 @@ public struct YAMLReader {
         }
     }
 
-    public mutating func int(_ node: Node, what: String) -> Int? {
+    /// A whole number within `range`.
+    public mutating func int(_ node: Node, what: String, in range: ClosedRange<Int>) -> Int? {
         guard let text = string(node, what: what) else { return nil }
-        guard let value = Int(text) else {
-            record(node, "\(what) must be a whole number, not `\(text)`")
+        guard let value = Int(text), range.contains(value) else {
+            let digits = text.drop { $0 == "-" || $0 == "+" }
+            if !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
+                record(node, "\(what) must be from \(range.lowerBound) to \(range.upperBound), not `\(text)`")
+            } else {
+                record(node, "\(what) must be a whole number, not `\(text)`")
+            }
             return nil
         }
         return value
     }
 
-    public mutating func duration(_ node: Node, what: String) -> Duration? {
+    /// A duration no longer than `cap`.
+    public mutating func duration(_ node: Node, what: String, atMost cap: Cap<Duration> = .anyDuration) -> Duration? {
         guard let text = string(node, what: what) else { return nil }
-        guard let value = Units.parseDuration(text) else {
+        switch Units.readDuration(text) {
+        case .value(let value) where value <= cap.value: return value
+        case .value, .tooLarge:
+            record(node, "\(what) must be at most \(cap.text), not `\(text)`",
+                hint: "write a duration up to \(cap.text), e.g. 30s, 10m or 1h30m")
+        case .malformed:
             record(node, "bad duration `\(text)` for \(what)", hint: Units.durationHint)
-            return nil
         }
-        return value
+        return nil
     }
 
-    public mutating func bytes(_ node: Node, what: String) -> Int64? {
+    /// A size no larger than `cap`.
+    public mutating func bytes(_ node: Node, what: String, atMost cap: Cap<Int64> = .anySize) -> Int64? {
         guard let text = string(node, what: what) else { return nil }
-        guard let value = Units.parseBytes(text) else {
+        switch Units.readBytes(text) {
+        case .value(let value) where value <= cap.value: return value
+        case .value, .tooLarge:
+            record(node, "\(what) must be at most \(cap.text), not `\(text)`",
+                hint: "write a size up to \(cap.text), e.g. 500MiB or 20GiB")
+        case .malformed:
             record(node, "bad size `\(text)` for \(what)", hint: Units.bytesHint)
-            return nil
         }
-        return value
+        return nil
     }
 
-    public mutating func rate(_ node: Node, what: String) -> Int64? {
+    /// A rate (bytes per second) no larger than `cap`.
+    public mutating func rate(_ node: Node, what: String, atMost cap: Cap<Int64> = .anySize) -> Int64? {
         guard let text = string(node, what: what) else { return nil }
-        guard let value = Units.parseRate(text) else {
+        switch Units.readRate(text) {
+        case .value(let value) where value <= cap.value: return value
+        case .value, .tooLarge:
+            record(node, "\(what) must be at most \(cap.text), not `\(text)`",
+                hint: "write a rate up to \(cap.text), e.g. 512KiB/s or 10MiB/s")
+        case .malformed:
             record(node, "bad rate `\(text)` for \(what)", hint: Units.rateHint)
-            return nil
         }
-        return value
+        return nil
     }
 
     /// ` (did you mean `x`?)` when a valid key is one edit or so away.

@@ -47,8 +47,9 @@ public struct ControlService<C: Clock>: Service where C.Duration == Duration, C.
     }
 }
 
-/// Reloads the policy on SIGHUP or when its files change. A policy with errors is not applied: the
-/// old one stays and every error is logged with its `file:line:column`.
+/// Reloads the policy on SIGHUP or when its files change. A policy with errors (including a file too
+/// large, not UTF-8, or whose aliases expand too much) is not applied: the old one stays and every error
+/// is logged with its `file:line:column`.
 public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duration, C.Instant: Sendable {
     public let engine: Engine<C>
     /// Where the policy comes from; the built-in default has no file to watch, SIGHUP still reloads.
@@ -78,9 +79,11 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
         }
     }
 
+    /// Parses on `PolicyLoadThread`, off the engine's executor and the shared pool; the engine sees only a
+    /// policy that loaded whole.
     func reload(because reason: String) async {
         do {
-            let policy = try source.load()
+            let policy = try await PolicyLoadThread.load(source)
             await engine.reload(policy: policy)
             logger.info("policy reloaded (\(reason)) from \(source): \(policy.files.joined(separator: ", "))")
         } catch {

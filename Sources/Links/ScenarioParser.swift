@@ -6,6 +6,9 @@ public enum ScenarioParser {
     static let topKeys = ["name", "description", "links", "steps", "end"]
     static let linkKeys = ["kind", "ssid", "metered", "addresses", "driver"]
     static let stepKeys = ["at", "up", "down", "primary", "note"]
+    /// The latest instant a scenario may name (`at:`, `end:`): a week of simulated time; replayed faster or
+    /// slower (`--speed`), it still fits a `Duration` many times over.
+    public static let maxTime = Cap<Duration>(.seconds(7 * 86_400), "7d")
 
     /// Parses scenario text. `file` is used in error locations.
     public static func parse(_ text: String, file: String) throws(LinksError) -> Scenario {
@@ -20,7 +23,13 @@ public enum ScenarioParser {
 
     /// Loads a scenario file from disk.
     public static func load(path: String) throws(LinksError) -> Scenario {
-        guard let text = readTextFile(path) else {
+        let text: String?
+        do {
+            text = try ConfigText.read(path)
+        } catch {
+            throw LinksError(.scenarioInvalid, error.description, file: nil, line: error.line, column: error.column)
+        }
+        guard let text else {
             throw LinksError(.fileUnreadable, "cannot read scenario file \(path): check the path and its permissions")
         }
         return try parse(text, file: path)
@@ -37,7 +46,7 @@ public enum ScenarioParser {
             switch key {
             case "name": name = reader.string(value, what: "name") ?? name
             case "description": description = reader.string(value, what: "description")
-            case "end": end = reader.duration(value, what: "end")
+            case "end": end = reader.duration(value, what: "end", atMost: maxTime)
             case "links": links = readLinks(value, reader: &reader)
             case "steps": stepsNode = value
             default: reader.record(keyNode, "unexpected key \(key)")
@@ -104,7 +113,7 @@ public enum ScenarioParser {
             for (key, _, value) in reader.mapping(item, what: "a step", allowed: stepKeys) {
                 switch key {
                 case "at":
-                    if let at = reader.duration(value, what: "at") {
+                    if let at = reader.duration(value, what: "at", atMost: maxTime) {
                         step.at = at
                         sawAt = true
                         if at < previousAt {

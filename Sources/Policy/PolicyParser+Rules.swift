@@ -30,7 +30,7 @@ extension PolicyParser {
                 }
             case "throttle":
                 sawThrottle = true
-                rate = reader.rate(value, what: "throttle")
+                rate = reader.rate(value, what: "throttle", atMost: PolicyBounds.rate)
             case "via":
                 if let text = reader.string(value, what: "via") {
                     switch text {
@@ -115,10 +115,11 @@ extension PolicyParser {
                     }
                 }
             case "size":
-                c.size = comparison(v, what: "size", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
+                c.size = comparison(
+                    v, what: "size", reader: &reader, hint: sizeTestHint, value: { sizeTestValue($0) })
             case "priority":
-                c.priority = comparison(v, what: "priority", reader: &reader, hint: "a whole number, e.g. `>= 5`") {
-                    Int64($0)
+                c.priority = comparison(v, what: "priority", reader: &reader, hint: priorityHint) { text in
+                    Int64(text).flatMap { PolicyBounds.priority.contains($0) ? $0 : nil }
                 }
             case "tags": c.tags = labels(v, what: "tags", reader: &reader)
             case "allow_metered": c.allowMetered = reader.bool(v, what: "allow_metered")
@@ -126,7 +127,7 @@ extension PolicyParser {
             case "budget_left":
                 budgetLeftNode = v
                 c.budgetLeft = comparison(
-                    v, what: "budget_left", reader: &reader, hint: Units.bytesHint, value: Units.parseBytes)
+                    v, what: "budget_left", reader: &reader, hint: sizeTestHint, value: { sizeTestValue($0) })
             default: break
             }
         }
@@ -141,6 +142,15 @@ extension PolicyParser {
         return budgetLeftNode
     }
 
+    static let sizeTestHint = Units.bytesHint + ", at most " + PolicyBounds.sizeTest.text
+    static let priorityHint =
+        "a whole number from \(PolicyBounds.priority.lowerBound) to \(PolicyBounds.priority.upperBound), e.g. `>= 5`"
+
+    /// A size in a `size` or `budget_left` test, within `PolicyBounds.sizeTest`.
+    static func sizeTestValue(_ text: String) -> Int64? {
+        Units.parseBytes(text).flatMap { $0 <= PolicyBounds.sizeTest.value ? $0 : nil }
+    }
+
     static func readBudget(_ node: Node, rule: String, reader: inout YAMLReader) -> Budget? {
         var name = rule
         var bytes: Int64?
@@ -150,7 +160,7 @@ extension PolicyParser {
         for (key, _, v) in reader.mapping(node, what: "budget of `\(rule)`", allowed: budgetKeys) {
             switch key {
             case "name": name = reader.string(v, what: "budget name") ?? name
-            case "bytes": bytes = reader.bytes(v, what: "budget bytes")
+            case "bytes": bytes = reader.bytes(v, what: "budget bytes", atMost: PolicyBounds.budgetBytes)
             case "period":
                 if let text = reader.string(v, what: "period") {
                     period = Budget.Period(rawValue: text)

@@ -27,7 +27,7 @@ enum PolicyParser {
             switch key {
             case "version":
                 sawVersion = true
-                if let version = reader.int(value, what: "version"), version != 1 {
+                if let version = reader.int(value, what: "version", in: PolicyBounds.version), version != 1 {
                     reader.record(
                         value, "unsupported policy version \(version)", hint: "this meterwise reads `version: 1`")
                 }
@@ -114,7 +114,8 @@ enum PolicyParser {
         var throttleNode: Node?
         for (key, keyNode, v) in reader.mapping(node, what: "defaults", allowed: defaultsKeys) {
             switch key {
-            case "resume_after": file.resumeAfter = reader.duration(v, what: "resume_after")
+            case "resume_after":
+                file.resumeAfter = reader.duration(v, what: "resume_after", atMost: PolicyBounds.resumeAfter)
             case "action":
                 if let text = reader.string(v, what: "action") {
                     if let a = Action(rawValue: text), a != .throttle {
@@ -127,7 +128,7 @@ enum PolicyParser {
                 }
             case "throttle":
                 throttleNode = keyNode
-                file.rate = reader.rate(v, what: "throttle")
+                file.rate = reader.rate(v, what: "throttle", atMost: PolicyBounds.rate)
             default: break
             }
         }

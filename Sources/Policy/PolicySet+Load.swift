@@ -43,13 +43,22 @@ extension PolicySet {
             names = [path]
         }
         var files: [(name: String, text: String)] = []
+        var issues: [ConfigIssue] = []  // files too large or not UTF-8
         for name in names {
-            guard let text = readTextFile(name) else {
+            let text: String?
+            do {
+                text = try ConfigText.read(name)
+            } catch {
+                issues.append(error)
+                continue
+            }
+            guard let text else {
                 throw PolicyError(
                     code: .unreadable, issues: [], message: "\(name): cannot read the file; check its permissions")
             }
             files.append((name, text))
         }
+        guard issues.isEmpty else { throw PolicyError(issues: issues) }
         return try parse(files: files)
     }
 }

@@ -3,9 +3,12 @@ import Synchronization
 
 /// Runs the built `meterwise` binary (or any program) the way a user would, capturing its output.
 public struct BinaryRun: Sendable {
+    /// The exit code, or the signal number when `signaled`.
     public var status: Int32
     public var stdout: String
     public var stderr: String
+    /// The program died of a signal (a trap is SIGILL or SIGTRAP) instead of exiting.
+    public var signaled = false
 
     /// Runs to completion.
     public static func run(_ arguments: [String], executable: String = RepoPaths.binary,
@@ -22,7 +25,7 @@ public struct BinaryRun: Sendable {
         let output = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return BinaryRun(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                         stderr: errorReader.text())
+                         stderr: errorReader.text(), signaled: process.terminationReason == .uncaughtSignal)
     }
 }
 
