@@ -3,11 +3,13 @@
 // clean spells) while a scenario flaps the primary link between Wi-Fi and a metered modem F times over
 // M minutes (the default policy pauses on the metered link). Checks: the daemon never dies (same pid
 // throughout), every job completes with the right sha256 (the daemon's and the file's), and its memory
-// stays flat (VmRSS and RssAnon sampled every 5 s). Prints a Markdown table. No root; loopback only.
+// stays flat (VmRSS and RssAnon sampled every 5 s). A flap drops Wi-Fi (every transfer pauses, its
+// checkpoint flushed) and the next brings it back (each resumes after the 1 s hysteresis). Prints a Markdown table. No root; loopback only.
 // Run: bench/soak/run.sh [JOBS=50] [MINUTES=10] [FLAPS=100]
 import Foundation
 import MeterwiseClient
 import RangeServer
+import Synchronization
 import TestSupport
 
 let arguments = CommandLine.arguments
@@ -47,9 +49,11 @@ struct SoakBench {
         let period = minutes * 60 / Double(flaps)
         var steps = ["  - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }"]
         for flap in 1...flaps {
-            steps.append("  - { at: \(Int(Double(flap) * period * 1000))ms, primary: \(flap % 2 == 1 ? "wwan0" : "wlan0") }")
+            // Wi-Fi drops (only the metered modem is left: every transfer pauses), then comes back.
+            let at = Int(Double(flap) * period * 1000)
+            steps.append(flap % 2 == 1 ? "  - { at: \(at)ms, down: [wlan0], primary: wwan0 }" : "  - { at: \(at)ms, up: [wlan0], primary: wlan0 }")
         }
-        if flaps % 2 == 1 { steps.append("  - { at: \(Int((Double(flaps) + 0.5) * period * 1000))ms, primary: wlan0 }") }
+        if flaps % 2 == 1 { steps.append("  - { at: \(Int((Double(flaps) + 0.5) * period * 1000))ms, up: [wlan0], primary: wlan0 }") }
         try """
             links:
               wlan0: { kind: wlan }
@@ -89,6 +93,11 @@ struct SoakBench {
             guard status == 201 else { throw SoakError("add failed: \(String(decoding: body, as: UTF8.self))") }
         }
 
+        let pauseCount = Counter()
+        let watcher = Task {
+            try? await client.events { event in if event.event == "paused" { pauseCount.add() } }
+        }
+        defer { watcher.cancel() }
         var samples: [(seconds: Int, rss: Int, anon: Int)] = []
         var phase = 0
         var faultSpells: [String: Int] = [:]
@@ -121,6 +130,7 @@ struct SoakBench {
         for status in completed where status.job.sha256 == content.sha256Hex() {
             if sha256(of: status.job.destination) == content.sha256Hex() { filesRight += 1 }
         }
+        let pauses = pauseCount.value
         let served = server.requests
         let resets = served.count
         try? await server.shutdown()
@@ -140,6 +150,7 @@ struct SoakBench {
         print("| link flaps (Wi-Fi ↔ metered modem) | \(flaps) over \(Int(minutes)) min |")
         print("| fault spells (10 s each) | \(faultSpells.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) |")
         print("| HTTP requests served | \(resets) |")
+        print("| pauses (jobs stopped by the policy) | \(pauses) |")
         print("| wall time to the last completion | \(Int(elapsed)) s |")
         let (r10, a10) = at(0.1), (r50, a50) = at(0.5), (r90, a90) = at(0.9)
         print("| VmRSS first / 10% / 50% / 90% / max (MiB) | \(mib(first.0)) / \(mib(r10)) / \(mib(r50)) / \(mib(r90)) / \(mib(maxRSS)) |")
@@ -170,6 +181,12 @@ struct SoakBench {
         process.waitUntilExit()
         return String(String(decoding: data, as: UTF8.self).prefix(64))
     }
+}
+
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 struct SoakError: Error, CustomStringConvertible {
