@@ -131,13 +131,21 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                         if request.method == .GET && request.uri.hasPrefix("/v1/events") {
                             // A watcher may stay quiet for hours: no idle timeout from here on.
                             try? await connection.channel.pipeline.removeHandler(name: Self.idleHandlerName).get()
-                            try await streamEvents(outbound, head: request, asker: asker)
+                            // Ends when the client goes away, even if no event is ever written to notice it.
+                            let closed = connection.channel.closeFuture
+                            await withTaskGroup(of: Void.self) { group in
+                                group.addTask { try? await self.streamEvents(outbound, head: request, asker: asker) }
+                                group.addTask { try? await closed.get() }
+                                await group.next()
+                                group.cancelAll()
+                            }
                             return
                         }
                         let response = await router.handle(method: request.method.rawValue, path: request.uri, body: body,
                                                            asker: asker)
                         try await respond(outbound, head: request, response)
                         head = nil
+                        if !request.isKeepAlive { return }
                     }
                 }
             }

@@ -65,7 +65,12 @@ struct ControlSocket {
                 "the socket came out \(String(st.st_mode & 0o777, radix: 8)) group \(st.st_gid), not \(String(mode, radix: 8))\(group.map { " group \($0)" } ?? ""): check the daemon's capabilities")
         }
         try checkFree()
-        guard rename(bound, path) == 0 else {
+        // A stale socket (no one listens) is removed; the new one never replaces anything, so two daemons
+        // starting at once cannot take each other's socket.
+        var existing = stat()
+        if lstat(path, &existing) == 0 { unlink(path) }
+        guard mw_rename_noreplace(AT_FDCWD, bound, AT_FDCWD, path) == 0 else {
+            if errno == EEXIST { throw EngineError(.socket, "another daemon took \(path) just now: stop it, or choose another --socket") }
             throw EngineError(.socket, "cannot move the socket to \(path) (\(String(cString: strerror(errno)))): choose another --socket")
         }
         return (st.st_dev, st.st_ino)

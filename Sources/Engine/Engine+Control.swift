@@ -10,6 +10,8 @@ extension Engine {
     public func add(_ spec: JobSpec, id: String? = nil, by asker: Asker = .process) throws(EngineError) -> JobRecord {
         var spec = spec
         if let problem = DownloadURL.problem(spec.url) { throw EngineError(.invalidRequest, problem) }
+        // The HEAD URL is requested by the daemon too: the same check, or it could reach other schemes.
+        if let head = spec.headURL, let problem = DownloadURL.problem(head) { throw EngineError(.invalidRequest, "head_url: " + problem) }
         if let problem = spec.problem { throw EngineError(.invalidRequest, problem) }
         if let sha256 = spec.sha256 {
             guard let parsed = ExpectedSHA256.parse(sha256) else { throw EngineError(.invalidRequest, ExpectedSHA256.hint) }
@@ -18,10 +20,10 @@ extension Engine {
         guard spec.destination.hasPrefix("/") else {
             throw EngineError(.invalidRequest, "the destination must be an absolute path: \(spec.destination)")
         }
-        // One destination, one spelling: `/d/./x`, `/d//x`, `/e/../d/x` and `/link-to-d/x` are `/d/x`.
-        let lexical = URL(fileURLWithPath: spec.destination).standardized.path
+        // One destination, one spelling: `/d/./x`, `/d//x`, `/d/e/../x` and `/link-to-d/x` are `/d/x`, as the
+        // kernel resolves them with the asker's rights (no lexical shortcut past a directory they cannot search).
         do {
-            spec.destination = try DestinationCheck.resolve(lexical, identity: asker.identity)
+            spec.destination = try DestinationCheck.resolve(spec.destination, identity: asker.identity)
         } catch {
             switch error.code {
             case .permission: throw EngineError(.forbidden, error.message)

@@ -57,8 +57,9 @@ struct AddCommand: AsyncParsableCommand {
 
     func run() async throws {
         let output = self.output ?? OutputName.from(url: url) ?? ""
-        let destination = URL(fileURLWithPath: output, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-            .standardizedFileURL.path
+        // Absolute, but not normalised here: the daemon resolves `..` and symlinks as the kernel does, with
+        // this user's rights.
+        let destination = output.hasPrefix("/") ? output : FileManager.default.currentDirectoryPath + "/" + output
         let spec = JobSpec(url: url, destination: destination, sha256: sha256.flatMap(ExpectedSHA256.parse),
                            size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
                            maxSize: maxSize.flatMap(Units.parseBytes))

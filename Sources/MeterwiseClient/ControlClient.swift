@@ -30,6 +30,12 @@ public struct ControlClient: Sendable {
         guard info.st_mode & S_IFMT == S_IFSOCK else {
             throw ClientError(message: "\(socketPath) is not a socket: give the daemon's socket with --socket", status: 0)
         }
+        // A daemon runs as root or as you: a socket of another user may be a listener that collects your jobs.
+        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+            throw ClientError(
+                message: "\(socketPath) belongs to uid \(info.st_uid), neither root nor you: it is not a daemon to trust; check --socket",
+                status: 0)
+        }
     }
 
     /// Sends a request; returns the HTTP status and the body.

@@ -44,6 +44,10 @@ public struct JobSpec: Sendable, Codable, Hashable {
         if let headURL, headURL.utf8.count > 16384 { return "head_url is longer than 16 KiB" }
         if url.utf8.count > 16384 { return "url is longer than 16 KiB" }
         if destination.utf8.count > 4096 { return "destination is longer than 4096 bytes" }
+        // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
+        if destination.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            return "destination contains control characters; rename it"
+        }
         return nil
     }
 

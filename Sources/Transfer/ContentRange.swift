@@ -3,6 +3,11 @@
 public enum ObjectLimits {
     /// 1 PiB: larger than any object a download engine meets, small enough that `16 * maxBytes` fits.
     public static let maxBytes: Int64 = 1 << 50
+    /// Chunk sizes a checkpoint may use: a 1-byte chunk would make a small file cost gigabytes of hashes.
+    public static let minChunk: Int64 = 64 << 10
+    public static let maxChunk: Int64 = 1 << 30
+    /// Pieces a checkpoint may list.
+    public static let maxPieces: Int64 = 1 << 20
 
     static func tooLarge(_ what: String) -> TransferError {
         TransferError(

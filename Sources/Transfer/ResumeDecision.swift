@@ -24,8 +24,9 @@ public enum ResumeDecision {
         guard let cp = checkpoint else { return .fresh }
         // Every number is bounded before any arithmetic: a checkpoint is a file anyone may have edited.
         guard cp.format == Checkpoint.formatName, cp.version == Checkpoint.currentVersion,
-            (1...(1 << 30)).contains(cp.chunkSize), cp.destination == destination, let total = cp.totalBytes,
-            (0...ObjectLimits.maxBytes).contains(total), cp.pieces.count <= total / cp.chunkSize + 1
+            (ObjectLimits.minChunk...ObjectLimits.maxChunk).contains(cp.chunkSize), cp.destination == destination,
+            let total = cp.totalBytes, (0...ObjectLimits.maxBytes).contains(total),
+            cp.pieces.count <= min(total / cp.chunkSize + 1, ObjectLimits.maxPieces)
         else { return .discard(.damagedCheckpoint) }
         if cp.pieces.contains(where: { $0.offset < 0 || $0.offset > total || $0.length <= 0 || $0.length > total - $0.offset }) {
             return .discard(.damagedCheckpoint)

@@ -49,6 +49,9 @@ import Testing
         #expect(evil.stderr.contains("uid \(Self.nobody)"), "\(evil.stderr)")
         #expect(!FileManager.default.fileExists(atPath: rootOnly.appendingPathComponent("evil").path))
         #expect(!FileManager.default.fileExists(atPath: rootOnly.appendingPathComponent("evil.part").path))
+        // `..` is the kernel's, with nobody's rights: no lexical shortcut through a directory they cannot search.
+        let around = try daemon.cliAsNobody(["add", server.url("/a"), "-o", rootOnly.path + "/../shared/around.bin"])
+        #expect(around.status != 0, "\(around.stdout)")
 
         // Root's jobs are invisible to nobody: not in list, not by id, not in the API.
         let list = try daemon.cliAsNobody(["list", "--json"])
@@ -206,6 +209,18 @@ import Testing
             """, daemon.socket])
         defer { hold.stop() }
         #expect(await hold.waitForLine { $0 == "held" } != nil, "the idle connections were not all accepted")
+        // The held connections end; then event streams that clients closed are released at once, even on a
+        // quiet daemon: 80 of them must not use up nobody's connections.
+        hold.stop()
+        #expect(await eventually(timeout: .seconds(10)) {
+            (try? BinaryRun.run(["list", "--socket", daemon.socket], prefix: Self.asNobody).status) == 0
+        })
+        for _ in 0..<80 {
+            _ = try BinaryRun.run(["-s", "-m", "0.2", "-N", "--unix-socket", daemon.socket, "http://localhost/v1/events"],
+                                  executable: "/usr/bin/curl", prefix: Self.asNobody)
+        }
+        let after = try BinaryRun.run(["list", "--socket", daemon.socket], prefix: Self.asNobody)
+        #expect(after.status == 0, "nobody is locked out after closing event streams: \(after.stderr)")
         let started = Date()
         let add = try daemon.cli(["add", server.url("/x.bin"), "-o", shared.appendingPathComponent("x.bin").path])
         #expect(add.status == 0, "\(add.stderr)")

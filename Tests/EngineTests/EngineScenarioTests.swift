@@ -199,6 +199,14 @@ import Testing
             // A destination that names a directory, or whose directory is missing, is refused with the fix.
             await #expect(throws: EngineError.self) { try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/e/..")) }
             await #expect(throws: EngineError.self) { try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/missing/x")) }
+            // The daemon requests the HEAD URL too: only http(s), like the URL. No control characters in paths
+            // that other users' terminals print.
+            await #expect(throws: EngineError.self) {
+                try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/h", headURL: "http+unix://%2Frun%2Fx.sock/"))
+            }
+            await #expect(throws: EngineError.self) {
+                try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/esc\u{1B}]0;title\u{07}.bin"))
+            }
         }
     }
 

@@ -71,11 +71,13 @@ struct RangePlanTests {
 }
 
 struct ResumeDecisionTests {
-    static func checkpoint(etag: String? = "\"e\"", total: Int64? = 100, ranges: Bool = true, pieces: Int = 1) -> Checkpoint {
+    static let chunk: Int64 = 64 << 10
+
+    static func checkpoint(etag: String? = "\"e\"", total: Int64? = 2 * chunk, ranges: Bool = true, pieces: Int = 1) -> Checkpoint {
         Checkpoint(
             url: "http://h/f", destination: "/tmp/f", validators: Validators(etag: etag, lastModified: nil), totalBytes: total,
-            acceptRanges: ranges, chunkSize: 50, segments: [],
-            pieces: (0..<pieces).map { Checkpoint.Piece(offset: Int64($0) * 50, length: 50, sha256: "x") }
+            acceptRanges: ranges, chunkSize: chunk, segments: [],
+            pieces: (0..<pieces).map { Checkpoint.Piece(offset: Int64($0) * chunk, length: chunk, sha256: "x") }
         )
     }
 
@@ -105,10 +107,10 @@ struct ResumeDecisionTests {
 
     /// A checkpoint is a file anyone may have edited: numbers that would overflow are refused, not computed.
     @Test(arguments: [
-        (Int64.max - 10, Int64(50), Int64(100)),
-        (Int64(0), Int64.max, Int64(100)),
+        (Int64.max - 10, Int64(50), Int64(1 << 20)),
+        (Int64(0), Int64.max, Int64(1 << 20)),
         (Int64(50), Int64(50), Int64.max),
-        (Int64(-50), Int64(50), Int64(100)),
+        (Int64(-50), Int64(50), Int64(1 << 20)),
     ])
     func overflowingCheckpointNumbersAreDiscarded(_ offset: Int64, _ length: Int64, _ total: Int64) {
         var cp = Self.checkpoint()
@@ -119,7 +121,7 @@ struct ResumeDecisionTests {
         #expect(action == .discard(.damagedCheckpoint))
     }
 
-    @Test(arguments: [Int64(0), Int64(-1), Int64.max, Int64(1 << 30) + 1])
+    @Test(arguments: [Int64(0), Int64(-1), Int64(1), Int64(64 << 10) - 1, Int64.max, Int64(1 << 30) + 1])
     func unreasonableChunkSizesAreDiscarded(_ chunk: Int64) {
         var cp = Self.checkpoint()
         cp.chunkSize = chunk
