@@ -9,7 +9,6 @@
 import Foundation
 import MeterwiseClient
 import RangeServer
-import Synchronization
 import TestSupport
 
 let arguments = CommandLine.arguments
@@ -76,8 +75,9 @@ struct SoakBench {
         daemon.arguments = ["daemon", "--links", "scenario", "--scenario", work + "/links.yaml", "--policy", work + "/policy.yaml",
                             "--state", work + "/state", "--socket", socket]
         daemon.standardOutput = FileHandle.nullDevice
-        let log = FileHandle(forWritingAtPath: "/dev/null")
-        daemon.standardError = log
+        // The daemon's log (stderr) is kept: each transfer stopped by the policy logs a "paused" line.
+        FileManager.default.createFile(atPath: work + "/daemon.log", contents: nil)
+        daemon.standardError = FileHandle(forWritingAtPath: work + "/daemon.log")
         try daemon.run()
         let pid = daemon.processIdentifier
         defer { if daemon.isRunning { daemon.terminate() } }
@@ -93,11 +93,6 @@ struct SoakBench {
             guard status == 201 else { throw SoakError("add failed: \(String(decoding: body, as: UTF8.self))") }
         }
 
-        let pauseCount = Counter()
-        let watcher = Task {
-            try? await client.events { event in if event.event == "paused" { pauseCount.add() } }
-        }
-        defer { watcher.cancel() }
         var samples: [(seconds: Int, rss: Int, anon: Int)] = []
         var phase = 0
         var faultSpells: [String: Int] = [:]
@@ -130,7 +125,9 @@ struct SoakBench {
         for status in completed where status.job.sha256 == content.sha256Hex() {
             if sha256(of: status.job.destination) == content.sha256Hex() { filesRight += 1 }
         }
-        let pauses = pauseCount.value
+        let log = (try? String(contentsOfFile: work + "/daemon.log", encoding: .utf8)) ?? ""
+        let pauses = log.split(separator: "\n").filter { $0.hasSuffix("[Transfer] paused") }.count
+        let lastDone = completed.map(\.job.updatedAt).max().map { Int($0.timeIntervalSince(started)) } ?? 0
         let served = server.requests
         let resets = served.count
         try? await server.shutdown()
@@ -151,7 +148,7 @@ struct SoakBench {
         print("| fault spells (10 s each) | \(faultSpells.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) |")
         print("| HTTP requests served | \(resets) |")
         print("| pauses (jobs stopped by the policy) | \(pauses) |")
-        print("| wall time to the last completion | \(Int(elapsed)) s |")
+        print("| last job completed after | \(lastDone) s (the run lasted \(Int(elapsed)) s) |")
         let (r10, a10) = at(0.1), (r50, a50) = at(0.5), (r90, a90) = at(0.9)
         print("| VmRSS first / 10% / 50% / 90% / max (MiB) | \(mib(first.0)) / \(mib(r10)) / \(mib(r50)) / \(mib(r90)) / \(mib(maxRSS)) |")
         print("| RssAnon first / 10% / 50% / 90% / max (MiB) | \(mib(first.1)) / \(mib(a10)) / \(mib(a50)) / \(mib(a90)) / \(mib(maxAnon)) |")
@@ -181,12 +178,6 @@ struct SoakBench {
         process.waitUntilExit()
         return String(String(decoding: data, as: UTF8.self).prefix(64))
     }
-}
-
-final class Counter: Sendable {
-    private let count = Mutex(0)
-    func add() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
 }
 
 struct SoakError: Error, CustomStringConvertible {
