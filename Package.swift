@@ -83,11 +83,13 @@ let package = Package(
         // Linux calls Swift cannot make directly: per-thread file-system credentials, faccessat2, renameat2,
         // flock, SO_PEERCRED (Transfer and Engine only).
         .target(name: "CFileCalls"),
+        // CRC-32C with SSE 4.2 / ARMv8 CRC chosen at run time: the partial file's per-chunk checksums (Transfer only).
+        .target(name: "CCRC32C"),
         // The checkpointed ranged downloader (library product MeterwiseTransfer).
         .target(
             name: "Transfer",
             dependencies: [
-                "CFileCalls",
+                "CFileCalls", "CCRC32C",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

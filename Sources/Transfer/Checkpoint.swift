@@ -6,21 +6,35 @@ import Foundation
 
 /// The checkpoint beside the partial file: everything needed to resume, versioned (docs/checkpoint.md).
 public struct Checkpoint: Codable, Sendable, Equatable {
-    /// The format written by this version.
-    public static let currentVersion = 1
+    /// The format written by this version: 2, whose pieces carry a CRC-32C.
+    public static let currentVersion = 2
+    /// The versions still resumed: 1 (pieces with a sha256) and 2.
+    public static let readableVersions = 1...2
     /// Always `meterwise-checkpoint`.
     public static let formatName = "meterwise-checkpoint"
 
     /// A verified piece of the partial file: a whole chunk, or the prefix of one that was being written.
+    ///
+    /// It carries exactly one checksum of its bytes: `crc32c` (written since version 2) or `sha256`
+    /// (version 1 checkpoints, still read).
     public struct Piece: Codable, Sendable, Equatable {
         /// Offset of the piece (a multiple of `chunkSize`).
         public var offset: Int64
         /// Its length; equal to the chunk's length when the chunk is complete.
         public var length: Int64
-        /// sha256 of those bytes, lower-case hex.
-        public var sha256: String
+        /// CRC-32C (Castagnoli) of those bytes, 8 lower-case hex digits.
+        public var crc32c: String?
+        /// sha256 of those bytes, lower-case hex: the pieces of version 1 checkpoints.
+        public var sha256: String?
 
-        /// Creates a piece.
+        /// Creates a piece with a CRC-32C (8 lower-case hex digits).
+        public init(offset: Int64, length: Int64, crc32c: String) {
+            self.offset = offset
+            self.length = length
+            self.crc32c = crc32c
+        }
+
+        /// Creates a piece with a sha256, as version 1 wrote them.
         public init(offset: Int64, length: Int64, sha256: String) {
             self.offset = offset
             self.length = length

@@ -24,7 +24,7 @@ public struct DownloadRequest: Sendable {
     public var checkpointEveryBytes: Int64
     /// ... or after this long, whichever comes first.
     public var checkpointEvery: Duration
-    /// The unit of the per-chunk sha256 in the checkpoint and of range splitting.
+    /// The unit of the per-chunk CRC-32C in the checkpoint and of range splitting.
     public var chunkSize: Int64
     /// A request that makes no progress for this long is cancelled and retried.
     public var noProgressTimeout: Duration

@@ -6,14 +6,14 @@ import Glibc
 import Musl
 #endif
 
-/// The `.part` file and the sha256 of every chunk as it is written.
+/// The `.part` file and the CRC-32C of every chunk as it is written.
 ///
 /// Confined to the `FileWriter` queue once the download runs (hence `@unchecked Sendable`): every
 /// method is called from one thread at a time.
 final class PartialFile: @unchecked Sendable {
     enum ChunkState {
-        case filling(filled: Int64, hasher: SHA256)
-        case done(length: Int64, digest: String)
+        case filling(filled: Int64, crc: CRC32C)
+        case done(length: Int64, crc: CRC32C)
     }
 
     let path: String
@@ -45,8 +45,8 @@ final class PartialFile: @unchecked Sendable {
         self.total = total
         guard let total else { return }
         for (index, state) in chunks {
-            if case .filling(let filled, let hasher) = state, index * chunkSize + filled == total, filled > 0 {
-                chunks[index] = .done(length: filled, digest: hasher.finalize().hex)
+            if case .filling(let filled, let crc) = state, index * chunkSize + filled == total, filled > 0 {
+                chunks[index] = .done(length: filled, crc: crc)
             }
         }
     }
@@ -66,15 +66,18 @@ final class PartialFile: @unchecked Sendable {
         self.total = total
     }
 
-    /// Checks the checkpoint's pieces against the file; keeps those whose sha256 matches and returns
-    /// them (the others are damaged and will be fetched again).
+    /// Checks the checkpoint's pieces against the file; keeps those whose checksum matches (CRC-32C, or
+    /// the sha256 of a version 1 checkpoint) and returns them (the others are damaged and will be fetched
+    /// again). The chunks kept go on with a CRC-32C either way.
     func verify(_ pieces: [Checkpoint.Piece]) -> [Checkpoint.Piece] {
         var good: [Checkpoint.Piece] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         for piece in pieces.sorted(by: { $0.offset < $1.offset }) where piece.offset % chunkSize == 0 {
             let index = piece.offset / chunkSize
-            guard piece.length <= chunkLength(index), chunks[index] == nil else { continue }
-            var hasher = SHA256()
+            guard piece.length <= chunkLength(index), chunks[index] == nil, let expected = PieceChecksum(piece) else {
+                continue
+            }
+            var reader = PieceChecksum.Reader(for: expected)
             var at = piece.offset
             var ok = true
             let inOrder = piece.offset == frontier
@@ -90,18 +93,17 @@ final class PartialFile: @unchecked Sendable {
                 }
                 buffer.withUnsafeBytes {
                     let slice = UnsafeRawBufferPointer(rebasing: $0[0..<n])
-                    hasher.update(bufferPointer: slice)
+                    reader.update(slice)
                     if inOrder { full.update(bufferPointer: slice) }
                 }
                 at += Int64(n)
             }
             guard ok else { continue }
-            let digest = hasher
-            guard digest.finalize().hex == piece.sha256 else { continue }
+            guard reader.matches(expected) else { continue }
             if piece.length == chunkLength(index) {
-                chunks[index] = .done(length: piece.length, digest: piece.sha256)
+                chunks[index] = .done(length: piece.length, crc: reader.crc)
             } else {
-                chunks[index] = .filling(filled: piece.length, hasher: hasher)
+                chunks[index] = .filling(filled: piece.length, crc: reader.crc)
             }
             if inOrder {
                 fullHasher = full
@@ -112,7 +114,7 @@ final class PartialFile: @unchecked Sendable {
         return good
     }
 
-    /// Writes `buffer` at `offset` and feeds the chunk hashes.
+    /// Writes `buffer` at `offset` and feeds the chunk checksums.
     func write(_ buffer: ByteBuffer, at offset: Int64) throws(TransferError) {
         let failure = buffer.withUnsafeReadableBytes { (raw: UnsafeRawBufferPointer) -> TransferError? in
             do throws(TransferError) {
@@ -135,19 +137,19 @@ final class PartialFile: @unchecked Sendable {
             let take = Int(min(Int64(rest.count), start + chunkSize - at))
             let slice = UnsafeRawBufferPointer(rebasing: rest.prefix(take))
             var filled: Int64 = 0
-            var hasher = SHA256()
+            var crc = CRC32C()
             switch chunks[index] {
-            case .filling(let f, let h):
+            case .filling(let f, let c):
                 filled = f
-                hasher = h
+                crc = c
             case .done, nil:
                 break
             }
             if start + filled != at {
-                // Not a continuation of what this chunk holds (data was re-sent): restart its hash
+                // Not a continuation of what this chunk holds (data was re-sent): restart its checksum
                 // only when the write starts the chunk; otherwise forget it so no checkpoint claims it.
                 filled = 0
-                hasher = SHA256()
+                crc = CRC32C()
                 if at != start {
                     chunks[index] = nil
                     at += Int64(take)
@@ -155,12 +157,12 @@ final class PartialFile: @unchecked Sendable {
                     continue
                 }
             }
-            hasher.update(bufferPointer: slice)
+            crc.update(slice)
             filled += Int64(take)
             if filled == chunkLength(index) {
-                chunks[index] = .done(length: filled, digest: hasher.finalize().hex)
+                chunks[index] = .done(length: filled, crc: crc)
             } else {
-                chunks[index] = .filling(filled: filled, hasher: hasher)
+                chunks[index] = .filling(filled: filled, crc: crc)
             }
             at += Int64(take)
             rest = rest.dropFirst(take)
@@ -171,11 +173,11 @@ final class PartialFile: @unchecked Sendable {
     func pieces() -> [Checkpoint.Piece] {
         chunks.keys.sorted().compactMap { index in
             switch chunks[index]! {
-            case .done(let length, let digest):
-                return Checkpoint.Piece(offset: index * chunkSize, length: length, sha256: digest)
-            case .filling(let filled, let hasher):
+            case .done(let length, let crc):
+                return Checkpoint.Piece(offset: index * chunkSize, length: length, crc32c: crc.hex)
+            case .filling(let filled, let crc):
                 guard filled > 0 else { return nil }
-                return Checkpoint.Piece(offset: index * chunkSize, length: filled, sha256: hasher.finalize().hex)
+                return Checkpoint.Piece(offset: index * chunkSize, length: filled, crc32c: crc.hex)
             }
         }
     }

@@ -23,12 +23,16 @@ public enum ResumeDecision {
         if unreadable { return .discard(.damagedCheckpoint) }
         guard let cp = checkpoint else { return .fresh }
         // Every number is bounded before any arithmetic: a checkpoint is a file anyone may have edited.
-        guard cp.format == Checkpoint.formatName, cp.version == Checkpoint.currentVersion,
+        guard cp.format == Checkpoint.formatName, Checkpoint.readableVersions.contains(cp.version),
             (ObjectLimits.minChunk...ObjectLimits.maxChunk).contains(cp.chunkSize), cp.destination == destination,
             let total = cp.totalBytes, (0...ObjectLimits.maxBytes).contains(total),
             cp.pieces.count <= min(total / cp.chunkSize + 1, ObjectLimits.maxPieces)
         else { return .discard(.damagedCheckpoint) }
-        if cp.pieces.contains(where: { $0.offset < 0 || $0.offset > total || $0.length <= 0 || $0.length > total - $0.offset }) {
+        // Each piece carries exactly one well-formed checksum (a CRC-32C, or a version 1 sha256).
+        if cp.pieces.contains(where: {
+            $0.offset < 0 || $0.offset > total || $0.length <= 0 || $0.length > total - $0.offset
+                || PieceChecksum($0) == nil
+        }) {
             return .discard(.damagedCheckpoint)
         }
         if RedactedURL.withoutQuery(cp.url) != RedactedURL.withoutQuery(url) { return .discard(.otherURL) }

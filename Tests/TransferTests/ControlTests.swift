@@ -19,7 +19,7 @@ struct ControlTests {
             #expect(first == .paused)
             let data = try #require(FileManager.default.contents(atPath: request.checkpointPath))
             let checkpoint = try JSONDecoder().decode(Checkpoint.self, from: data)
-            #expect(checkpoint.version == 1)
+            #expect(checkpoint.version == Checkpoint.currentVersion)
             let saved = checkpoint.bytesDone
             #expect(saved >= 2 * Fixture.mib)
 
@@ -156,16 +156,17 @@ struct ControlTests {
         }
     }
 
-    @Test func checkpointFormatIsDocumentedVersionOne() throws {
+    @Test func checkpointFormatIsDocumentedVersionTwo() throws {
         let checkpoint = Checkpoint(
             url: "https://h/f?sig=1", destination: "/tmp/f", validators: Validators(etag: "\"e\"", lastModified: nil),
             totalBytes: 10, acceptRanges: true, chunkSize: 4, segments: [.init(start: 0, end: 10)],
-            pieces: [.init(offset: 0, length: 4, sha256: "ab")]
+            pieces: [.init(offset: 0, length: 4, crc32c: "e3069283")]
         )
+        #expect(checkpoint.version == 2)
         let data = try JSONEncoder().encode(checkpoint)
         let text = String(decoding: data, as: UTF8.self)
         for key in ["\"format\"", "\"version\"", "\"validators\"", "\"pieces\"", "\"chunk_size\"", "\"total_bytes\"",
-                    "\"accept_ranges\""] {
+                    "\"accept_ranges\"", "\"crc32c\""] {
             #expect(text.contains(key))
         }
         #expect(SnakeCase.violations(in: try JSONSerialization.jsonObject(with: data)).isEmpty)

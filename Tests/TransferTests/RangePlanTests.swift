@@ -99,6 +99,25 @@ struct ResumeDecisionTests {
         #expect(action == expected, "\(name)")
     }
 
+    /// Version 1 checkpoints (sha256 pieces) still resume; each piece carries exactly one checksum.
+    @Test(arguments: [
+        (1, Checkpoint.Piece(offset: 0, length: chunk, sha256: "x"), true),
+        (2, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"), true),
+        (3, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"), false),
+        (0, Checkpoint.Piece(offset: 0, length: chunk, sha256: "x"), false),
+        (2, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0BADCAFE"), false),
+        (2, { var p = Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"); p.sha256 = "x"; return p }(), false),
+        (2, { var p = Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"); p.crc32c = nil; return p }(), false),
+    ] as [(Int, Checkpoint.Piece, Bool)])
+    func versionsAndPieceChecksums(_ version: Int, _ piece: Checkpoint.Piece, _ resumes: Bool) {
+        var cp = Self.checkpoint()
+        cp.version = version
+        cp.pieces = [piece]
+        let action = ResumeDecision.decide(
+            checkpoint: cp, unreadable: false, url: "http://h/f", destination: "/tmp/f", resumeUnvalidated: false)
+        #expect(action == (resumes ? .resume(cp) : .discard(.damagedCheckpoint)))
+    }
+
     @Test func otherDestinationIsDiscarded() {
         let action = ResumeDecision.decide(
             checkpoint: Self.checkpoint(), unreadable: false, url: "http://h/f", destination: "/tmp/g", resumeUnvalidated: false)
