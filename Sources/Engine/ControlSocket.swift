@@ -44,9 +44,11 @@ struct ControlSocket {
     /// Gives the freshly bound socket at `bound` its group and mode, checks that they hold, and renames it
     /// to `path`. Returns the socket's identity (device, inode) to remove only it later.
     func publish(_ bound: String) throws(EngineError) -> (dev_t, ino_t) {
+        var wantGroup: gid_t?
         if let group {
             guard let entry = getgrnam(group) else { throw EngineError(.socket, "no group \(group): create it or drop --group") }
             let gid = entry.pointee.gr_gid
+            wantGroup = gid
             guard chown(bound, getuid(), gid) == 0 else {
                 throw EngineError(
                     .socket,
@@ -58,8 +60,7 @@ struct ControlSocket {
         }
         var st = stat()
         guard lstat(bound, &st) == 0 else { throw EngineError(.socket, "the socket vanished while it was set up") }
-        let wantGroup = group.flatMap { getgrnam($0)?.pointee.gr_gid }
-        if st.st_mode & 0o777 != mode || (wantGroup != nil && st.st_gid != wantGroup!) {
+        if st.st_mode & 0o777 != mode || (wantGroup.map { st.st_gid != $0 } ?? false) {
             throw EngineError(
                 .socket,
                 "the socket came out \(String(st.st_mode & 0o777, radix: 8)) group \(st.st_gid), not \(String(mode, radix: 8))\(group.map { " group \($0)" } ?? ""): check the daemon's capabilities")

@@ -38,14 +38,6 @@ public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
         return FileIdentity(uid: uid, gid: gid, groups: Array(groups.prefix(Int(max(count, 0)))))
     }
 
-    /// The process's own effective identity.
-    public static var process: FileIdentity {
-        let count = getgroups(0, nil)
-        var groups = [gid_t](repeating: 0, count: Int(max(count, 0)))
-        let got = getgroups(count, &groups)
-        return FileIdentity(uid: geteuid(), gid: getegid(), groups: Array(groups.prefix(Int(max(got, 0)))))
-    }
-
     public var description: String { "uid \(uid)" }
 
     /// Whether this is the process itself, so no switch is needed.

@@ -66,6 +66,17 @@ final class EngineHarness: Sendable {
 
     func count(_ match: (EngineEvent) -> Bool) -> Int { events.filter(match).count }
 
+    /// Runs `body`, then closes the harness whether or not `body` threw.
+    func use(_ body: (EngineHarness) async throws -> Void) async throws {
+        do {
+            try await body(self)
+        } catch {
+            await close()
+            throw error
+        }
+        await close()
+    }
+
     func close() async {
         await engine.shutdown()
         _ = try? await runner.value

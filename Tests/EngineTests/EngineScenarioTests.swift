@@ -11,13 +11,7 @@ import Testing
     func withHarness(policy: String = Policies.standard, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20,
                      now: Date = Date(), _ body: (EngineHarness) async throws -> Void) async throws {
         let harness = try await EngineHarness(policy: policy, size: size, bytesPerSecond: bytesPerSecond, now: now)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
-        }
-        await harness.close()
+        try await harness.use(body)
     }
 
     @Test func pausesWithinOneEventAndStopsReading() async throws {

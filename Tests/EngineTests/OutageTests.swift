@@ -24,13 +24,7 @@ import Testing
                      _ body: (EngineHarness) async throws -> Void) async throws {
         let harness = try await EngineHarness(policy: policy, size: size, bytesPerSecond: bytesPerSecond, faults: faults,
                                               httpClient: Self.quickClient, tune: tune)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
-        }
-        await harness.close()
+        try await harness.use(body)
     }
 
     func retries(_ h: EngineHarness) -> Int {
