@@ -37,3 +37,5 @@ int mw_open_unnamed(int dirfd) { return openat(dirfd, ".", O_TMPFILE | O_WRONLY 
 int mw_unlock(int fd) { return flock(fd, LOCK_UN); }
 
 int mw_so_peercred(void) { return SO_PEERCRED; }
+
+int mw_start_writeback(int fd) { return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }

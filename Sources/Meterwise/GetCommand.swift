@@ -35,6 +35,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "The expected sha256 (hex); the download fails when it differs.")
     var sha256: String?
 
+    @Flag(help: "Compute the file's sha256 and print it (`sha256sum` format; in --json, the sha256 field). Without it or --sha256 no whole-file hash is computed.")
+    var printSha256 = false
+
     @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
     var rate: String?
 
@@ -84,6 +87,7 @@ struct GetCommand: AsyncParsableCommand {
         request.headURL = headURL
         request.segments = segments
         request.expectedSHA256 = sha256.flatMap(ExpectedSHA256.parse)
+        request.computeSHA256 = printSha256
         request.force = force
         request.resumeUnvalidated = resumeUnvalidated
         request.rateLimit = rate.flatMap(Units.parseRateLimit)
@@ -148,7 +152,10 @@ struct GetCommand: AsyncParsableCommand {
         signals.stop()
         switch outcome {
         case .success(.completed(let result))?:
-            if !json { printer.line("\(result.sha256)  \(result.path)", toStdout: true) }
+            if !json {
+                // `sha256sum` format when a hash was computed; otherwise just the path.
+                printer.line(result.sha256.map { "\($0)  \(result.path)" } ?? result.path, toStdout: true)
+            }
         case .success(.paused)?:
             let code: Int32 = received.number.withLock { $0 } == SIGTERM ? 143 : 130
             if !json { printer.line("Paused; the checkpoint is saved. Run the same command again to resume.") }

@@ -162,8 +162,9 @@ final class ProgressPrinter: Sendable {
                 + [("message", .string("Run the same command again to resume."))]
             terminal = true
         case .completed(let r):
-            fields = [("event", .string("completed")), ("state", .string("completed")), ("path", .string(r.path)),
-                      ("sha256", .string(r.sha256)), ("total_bytes", .int(r.totalBytes)),
+            fields = [("event", .string("completed")), ("state", .string("completed")), ("path", .string(r.path))]
+                + (r.sha256.map { [("sha256", .string($0))] } ?? [])
+                + [("total_bytes", .int(r.totalBytes)),
                       ("bytes_fetched", .int(r.bytesFetched)), ("refetched_bytes", .int(r.refetchedBytes)),
                       ("resumed_bytes", .int(r.resumedBytes))]
             terminal = true

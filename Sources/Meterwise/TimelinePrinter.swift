@@ -109,10 +109,10 @@ final class TimelinePrinter: Sendable {
             if json { emit(["event": "notice", "job": job, "text": text]) } else { line("note     \(text)") }
         case let .completed(job, result):
             if json {
-                emit(["event": "completed", "job": job, "sha256": result.sha256, "bytes_done": result.totalBytes])
+                emit(["event": "completed", "job": job, "sha256": result.sha256 ?? NSNull(), "bytes_done": result.totalBytes])
                 return
             }
-            line("done     \(Units.formatBytes(result.totalBytes)) sha256 \(result.sha256)")
+            line("done     \(Units.formatBytes(result.totalBytes))" + (result.sha256.map { " sha256 \($0)" } ?? ""))
         case let .failed(job, text):
             if json { emit(["event": "failed", "job": job, "error": text]) } else { line("failed   \(text)") }
         case let .cancelled(job):

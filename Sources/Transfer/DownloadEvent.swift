@@ -49,8 +49,8 @@ public struct DownloadProgress: Sendable, Equatable {
 public struct DownloadResult: Sendable, Equatable {
     /// The final path.
     public var path: String
-    /// The file's sha256, lower-case hex.
-    public var sha256: String
+    /// The file's sha256, lower-case hex; nil unless it was asked for (`computeSHA256`, `expectedSHA256`).
+    public var sha256: String?
     /// The file's length.
     public var totalBytes: Int64
     /// All bytes received over the network in this run.

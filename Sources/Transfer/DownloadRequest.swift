@@ -11,6 +11,9 @@ public struct DownloadRequest: Sendable {
     public var segments: Int?
     /// The expected sha256 in hex; the download fails with `checksumMismatch` when it differs.
     public var expectedSHA256: String?
+    /// Compute the whole-file sha256 even without an expected one (`get --print-sha256`). Without either,
+    /// the result reports no sha256: the partial file's integrity rests on the per-chunk CRC-32C.
+    public var computeSHA256: Bool = false
     /// Overwrite an existing final file.
     public var force: Bool
     /// Resume a partial file even when the server gave no validator (no strong ETag, no Last-Modified).
@@ -92,6 +95,9 @@ public struct DownloadRequest: Sendable {
         self.identity = identity
         self.onBytes = onBytes
     }
+
+    /// Whether the whole-file sha256 is computed: asked for, or needed to check the expected one.
+    public var wantsSHA256: Bool { computeSHA256 || expectedSHA256 != nil }
 
     /// The partial file's path.
     public var partialPath: String { destination + ".part" }

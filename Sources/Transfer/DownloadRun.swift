@@ -102,14 +102,14 @@ struct DownloadRun: Sendable {
         let partialPath = directory.display(names.partial)
         switch action {
         case .fresh:
-            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
+            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true, digests: request.wantsSHA256)
         case .discard(let reason):
             download.sink.yield(.warning("Not resuming the partial file: \(reason.rawValue). Starting from 0."))
             logger.info("checkpoint discarded", metadata: ["reason": "\(reason)"])
             CheckpointFile.remove(in: directory, name: names.checkpoint)
-            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true)
+            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true, digests: request.wantsSHA256)
         case .resume(let cp):
-            file = try PartialFile(fd: fd, path: partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false)
+            file = try PartialFile(fd: fd, path: partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false, digests: request.wantsSHA256)
             let good = file.verify(cp.pieces)
             if good.count < cp.pieces.count {
                 download.sink.yield(
@@ -239,7 +239,7 @@ struct DownloadRun: Sendable {
             if f.size > total { FileIO.truncate(fd: f.fd, to: total) }
             return f.size
         }
-        let digest = try await writer.sha256(total: total)
+        let digest = request.wantsSHA256 ? try await writer.sha256(total: total) : nil
         guard size == total else {
             throw TransferError(
                 .lengthMismatch,
@@ -247,7 +247,7 @@ struct DownloadRun: Sendable {
             )
         }
         try writer.file.sync()
-        if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+        if let expected = request.expectedSHA256?.lowercased(), let digest, expected != digest {
             download.removePartial()
             throw TransferError(
                 .checksumMismatch,
@@ -268,7 +268,7 @@ struct DownloadRun: Sendable {
         )
         logger.info(
             "completed",
-            metadata: ["url": "\(RedactedURL.redact(request.url))", "sha256": "\(digest)", "bytes": "\(total)"]
+            metadata: ["url": "\(RedactedURL.redact(request.url))", "sha256": "\(digest ?? "-")", "bytes": "\(total)"]
         )
         return .completed(result)
     }

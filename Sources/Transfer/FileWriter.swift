@@ -1,31 +1,33 @@
+import CFileCalls
 import Dispatch
 import NIOCore
 import Synchronization
 
-/// Moves disk writes, hashing and checkpoints off the network path, on three serial dispatch queues:
-/// the writer queue `pwrite`s buffers (at most about 2 MiB queued, then `write` waits) and hashes chunks;
-/// the digest queue feeds the in-order whole-file digest; the checkpoint queue fsyncs the data and then
-/// writes the checkpoint that describes it, while the writer queue goes on writing.
+/// Moves disk writes, hashing and checkpoints off the network path, on serial dispatch queues:
+/// the writer queue `pwrite`s buffers (at most about 2 MiB queued, then `write` waits) and feeds the
+/// chunks' CRC-32C; the digest queue feeds the in-order whole-file sha256 when one is wanted; the
+/// checkpoint queue starts write-back early and makes the data durable (fdatasync) before it writes
+/// the checkpoint that describes it, while the writer queue goes on writing.
+/// When: `CheckpointCadence`. A checkpoint still being written makes the next one unnecessary, so the
+/// network never waits for the disk.
 final class FileWriter: Sendable {
     struct State {
         var queued = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
         var error: TransferError?
-        var bytesSinceCheckpoint: Int64 = 0
-        var lastCheckpoint = ContinuousClock.now
-        var segments = 1
+        var cadence: CheckpointCadence
         var checkpointInFlight = false
     }
 
     let file: PartialFile
-    private let digest: StreamDigest
+    private let digest: StreamDigest?
     private let queue = DispatchQueue(label: "meterwise.transfer.writer")
     private let digestQueue = DispatchQueue(label: "meterwise.transfer.digest")
     private let checkpointQueue = DispatchQueue(label: "meterwise.transfer.checkpoint")
-    private let state = Mutex(State())
-    private let limit: Int
-    private let everyBytes: Int64
-    private let every: Duration
+    private let state: Mutex<State>
+    /// `write` waits above `high` queued bytes (counted once per queue a buffer goes to) until `low`.
+    private let high: Int
+    private let low: Int
     /// Builds the checkpoint for the given verified pieces; nil while nothing is known yet.
     private let makeCheckpoint: @Sendable ([Checkpoint.Piece]) -> Checkpoint?
     private let directory: OutputDirectory
@@ -38,26 +40,27 @@ final class FileWriter: Sendable {
         onCheckpoint: @escaping @Sendable (Int64) -> Void
     ) {
         self.file = file
-        self.digest = StreamDigest(frontier: file.frontier, hasher: file.fullHasher)
+        self.digest = file.digests ? StreamDigest(frontier: file.frontier, hasher: file.fullHasher) : nil
         self.directory = directory
         self.checkpointName = checkpointName
-        self.everyBytes = everyBytes
-        self.every = every
-        self.limit = limit
+        self.state = Mutex(State(cadence: CheckpointCadence(everyBytes: everyBytes, every: every, start: .now)))
+        let queues = file.digests ? 2 : 1
+        self.high = queues * limit
+        self.low = queues * limit / 2
         self.makeCheckpoint = makeCheckpoint
         self.onCheckpoint = onCheckpoint
     }
 
     /// The checkpoint cadence scales with parallel segments (4 MiB per segment by default).
-    func setSegments(_ n: Int) { state.withLock { $0.segments = max(1, n) } }
+    func setSegments(_ n: Int) { state.withLock { $0.cadence.segments = max(1, n) } }
 
-    /// Queues `buffer` for `offset` (to the writer and to the in-order digest); waits while more than
-    /// the limit is queued.
+    /// Queues `buffer` for `offset` (to the writer and, when wanted, to the in-order digest); waits while
+    /// more than the limit is queued.
     func write(_ buffer: ByteBuffer, at offset: Int64) async throws(TransferError) {
         let n = buffer.readableBytes
         let (mustWait, error) = state.withLock { s -> (Bool, TransferError?) in
-            s.queued += 2 * n
-            return (s.queued > 2 * limit, s.error)
+            s.queued += digest == nil ? n : 2 * n
+            return (s.queued > high, s.error)
         }
         if let error { throw error }
         queue.async { [self] in
@@ -67,17 +70,23 @@ final class FileWriter: Sendable {
             } catch {
                 failure = error
             }
-            let due = finished(n, failure: failure, written: true)
-            if due { checkpointOnQueue() }
+            let (due, writeback) = finished(n, failure: failure, written: true)
+            if due {
+                checkpointOnQueue()
+            } else if writeback {
+                checkpointQueue.async { [file] in _ = mw_start_writeback(file.fd) }
+            }
         }
-        digestQueue.async { [self] in
-            digest.feed(buffer, at: offset)
-            _ = finished(n, failure: nil, written: false)
+        if let digest {
+            digestQueue.async { [self] in
+                digest.feed(buffer, at: offset)
+                _ = finished(n, failure: nil, written: false)
+            }
         }
         if mustWait {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
-                    if s.queued <= limit { return true }
+                    if s.queued <= low { return true }
                     s.waiters.append(c)
                     return false
                 }
@@ -86,27 +95,24 @@ final class FileWriter: Sendable {
         }
     }
 
-    /// One queue is done with `n` bytes; returns whether a checkpoint is due (writer queue only).
-    private func finished(_ n: Int, failure: TransferError?, written: Bool) -> Bool {
-        let (resume, due) = state.withLock { s -> ([CheckedContinuation<Void, Never>], Bool) in
+    /// One queue is done with `n` bytes; returns whether a checkpoint is due and whether write-back
+    /// should start (writer queue only).
+    private func finished(_ n: Int, failure: TransferError?, written: Bool) -> (checkpoint: Bool, writeback: Bool) {
+        let (resume, due, writeback) = state.withLock { s -> ([CheckedContinuation<Void, Never>], Bool, Bool) in
             s.queued -= n
             if let failure, s.error == nil { s.error = failure }
             var due = false
-            if written {
-                s.bytesSinceCheckpoint += Int64(n)
-                due =
-                    s.bytesSinceCheckpoint >= everyBytes * Int64(s.segments)
-                    || ContinuousClock.now - s.lastCheckpoint >= every
-            }
+            var writeback = false
+            if written { (due, writeback) = s.cadence.wrote(n, at: .now) }
             var ready: [CheckedContinuation<Void, Never>] = []
-            if s.queued <= limit {
+            if s.queued <= low {
                 ready = s.waiters
                 s.waiters = []
             }
-            return (ready, due)
+            return (ready, due, writeback)
         }
         for w in resume { w.resume() }
-        return due
+        return (due, writeback)
     }
 
     /// Runs on the writer queue: takes the pieces written so far, then (on the checkpoint queue, so
@@ -118,8 +124,7 @@ final class FileWriter: Sendable {
         let busy = state.withLock { s -> Bool in
             if s.checkpointInFlight && !wait { return true }
             s.checkpointInFlight = true
-            s.bytesSinceCheckpoint = 0
-            s.lastCheckpoint = .now
+            s.cadence.checkpointed(at: .now)
             return false
         }
         if busy { return }
@@ -159,7 +164,7 @@ final class FileWriter: Sendable {
     /// Waits for queued writes and digests, and reports a write error, if any.
     func drain() async throws(TransferError) {
         await onQueue { _ in () }
-        await withCheckedContinuation { c in digestQueue.async { c.resume() } }
+        if digest != nil { await withCheckedContinuation { c in digestQueue.async { c.resume() } } }
         await withCheckedContinuation { c in checkpointQueue.async { c.resume() } }
         if let error = state.withLock({ $0.error }) { throw error }
     }
@@ -174,15 +179,17 @@ final class FileWriter: Sendable {
                 return error
             }
         }
-        await withCheckedContinuation { c in digestQueue.async { [digest] in digest.reset(); c.resume() } }
+        if let digest { await withCheckedContinuation { c in digestQueue.async { digest.reset(); c.resume() } } }
         if let failure { throw failure }
     }
 
-    /// The sha256 of the first `total` bytes of the file, once everything queued is written.
-    func sha256(total: Int64) async throws(TransferError) -> String {
+    /// The sha256 of the first `total` bytes of the file, once everything queued is written; nil when the
+    /// file was opened without `digests`.
+    func sha256(total: Int64) async throws(TransferError) -> String? {
         try await drain()
+        guard let digest else { return nil }
         return await withCheckedContinuation { c in
-            digestQueue.async { [digest, file] in c.resume(returning: digest.finalize(fd: file.fd, total: total)) }
+            digestQueue.async { [file] in c.resume(returning: digest.finalize(fd: file.fd, total: total)) }
         }
     }
 }

@@ -25,9 +25,11 @@ final class PartialFile: @unchecked Sendable {
     /// of the `StreamDigest`.
     private(set) var frontier: Int64 = 0
     private(set) var fullHasher = SHA256()
+    /// Whether the whole-file sha256 is wanted: `verify` then seeds it from the verified pieces.
+    let digests: Bool
 
     /// Takes over `fd`, the partial file opened for reading and writing (and locked); `truncate` empties it.
-    init(fd: Int32, path: String, chunkSize: Int64, total: Int64?, truncate: Bool) throws(TransferError) {
+    init(fd: Int32, path: String, chunkSize: Int64, total: Int64?, truncate: Bool, digests: Bool) throws(TransferError) {
         if truncate && ftruncate(fd, 0) != 0 {
             let error = FileIO.error("truncate the partial file \(path)")
             close(fd)
@@ -37,6 +39,7 @@ final class PartialFile: @unchecked Sendable {
         self.chunkSize = chunkSize
         self.total = total
         self.fd = fd
+        self.digests = digests
     }
 
     deinit { close(fd) }
@@ -80,7 +83,7 @@ final class PartialFile: @unchecked Sendable {
             var reader = PieceChecksum.Reader(for: expected)
             var at = piece.offset
             var ok = true
-            let inOrder = piece.offset == frontier
+            let inOrder = digests && piece.offset == frontier
             var full = fullHasher
             while at < piece.offset + piece.length {
                 let want = Int(min(Int64(buffer.count), piece.offset + piece.length - at))
@@ -192,9 +195,10 @@ final class PartialFile: @unchecked Sendable {
         }
     }
 
-    /// fsync; only touches the descriptor, so the checkpoint thread may call it while writes go on.
+    /// fdatasync (the data and the size, not the times); only touches the descriptor, so the checkpoint
+    /// thread may call it while writes go on.
     func sync() throws(TransferError) {
-        guard fsync(fd) == 0 else { throw FileIO.error("fsync the partial file \(path)") }
+        guard fdatasync(fd) == 0 else { throw FileIO.error("fdatasync the partial file \(path)") }
     }
 
     var size: Int64 { FileIO.size(fd: fd) ?? 0 }

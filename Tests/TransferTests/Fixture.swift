@@ -18,9 +18,11 @@ struct Fixture {
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
 
-    /// A request with 1 MiB chunks and checkpoints, so small objects still have many chunks.
+    /// A request with 1 MiB chunks and checkpoints, so small objects still have many chunks, and the
+    /// whole-file sha256 computed (the result's `sha256` is what most tests check).
     func request(_ server: RangeServer, name: String = "out.bin", segments: Int? = nil) -> DownloadRequest {
         var r = DownloadRequest(url: server.url(), destination: path(name), segments: segments)
+        r.computeSHA256 = true
         r.chunkSize = Self.mib
         r.checkpointEveryBytes = Self.mib
         r.maxRetries = 6

@@ -46,7 +46,7 @@ struct GetCommandTests {
             #expect(!pausedLines.joined().contains("secret"))
 
             server.setFaults([])
-            let (done, lines) = try await Self.run(arguments)
+            let (done, lines) = try await Self.run(arguments + ["--print-sha256"])
             #expect(done == 0)
             let final = try #require(lines.last)
             #expect(final.contains("\"state\":\"completed\""))

@@ -29,6 +29,7 @@ struct NginxTests {
         try await withNginx { nginx, fixture in
             let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 11)
             var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 4)
+            request.computeSHA256 = true
             request.chunkSize = 1 << 20
             let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
             #expect(outcome.result?.sha256 == sha)
@@ -41,6 +42,7 @@ struct NginxTests {
         try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
             _ = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 12)
             var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
+            request.computeSHA256 = true
             request.chunkSize = 1 << 20
             let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
             #expect(first == .paused)
@@ -56,6 +58,7 @@ struct NginxTests {
         try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
             let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 14)
             var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
+            request.computeSHA256 = true
             request.chunkSize = 1 << 20
             let (first, _) = try await Fixture.runPausing(Download(request: request), at: 6 << 20)
             #expect(first == .paused)
@@ -70,7 +73,8 @@ struct NginxTests {
     @Test func serverIgnoringRangeStillGivesACorrectFile() async throws {
         try await withNginx(location: "max_ranges 0;") { nginx, fixture in
             let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 15)
-            let request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"))
+            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"))
+            request.computeSHA256 = true
             let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
             #expect(outcome.result?.sha256 == sha)
             #expect(Fixture.sha256(file: request.destination) == sha)

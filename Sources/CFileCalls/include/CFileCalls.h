@@ -34,5 +34,8 @@ struct mw_peer_credentials {
 };
 /// SO_PEERCRED.
 int mw_so_peercred(void);
+/// Starts write-back of every dirty page of `fd` without waiting for it (sync_file_range
+/// SYNC_FILE_RANGE_WRITE), so a later fdatasync has little left to do.
+int mw_start_writeback(int fd);
 
 #endif
