@@ -143,7 +143,7 @@ let package = Package(
             name: "Meterwise",
             dependencies: [
                 "Links", "NetlinkLinks", "SystemHints", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
-                "MeterwiseClient",
+                "MeterwiseClient", "CFileCalls",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -152,6 +152,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            // Release: linked by lld with packed relative relocations (DT_RELR: 3 MiB of relocations become
+            // a few KiB, and the loader touches that much less) and without exporting every symbol
+            // dynamically (2.4 MiB of symbol tables nobody looks up). See bench/README.md, "download".
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"],
+                    .when(platforms: [.linux], configuration: .release)),
             ]
         ),
         // Benchmarks (bench/*/run.sh builds them in release and prints a table).

@@ -39,3 +39,22 @@ int mw_unlock(int fd) { return flock(fd, LOCK_UN); }
 int mw_so_peercred(void) { return SO_PEERCRED; }
 
 int mw_start_writeback(int fd) { return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }
+
+#include <linux/tcp.h>
+#include <stddef.h>
+#include <string.h>
+
+uint64_t mw_tcp_bytes_received(const struct mw_tcp_info *info, unsigned length) {
+    size_t offset = offsetof(struct tcp_info, tcpi_bytes_received);
+    uint64_t value = 0;
+    if (length < offset + sizeof(value)) return 0;
+    memcpy(&value, info->raw + offset, sizeof(value));
+    return value;
+}
+
+#include <malloc.h>
+
+void mw_tune_malloc(int trim_threshold, int mmap_threshold) {
+    mallopt(M_TRIM_THRESHOLD, trim_threshold);
+    mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+}

@@ -83,6 +83,7 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        ProcessMemory.releaseStartupPages()
         var request = DownloadRequest(url: url, destination: output ?? OutputName.from(url: url) ?? "")
         request.headURL = headURL
         request.segments = segments

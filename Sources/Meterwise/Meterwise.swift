@@ -7,6 +7,7 @@ import Logging
 @main
 enum Main {
     static func main() async {
+        ProcessMemory.tuneAllocator()
         let level = ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

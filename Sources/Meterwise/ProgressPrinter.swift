@@ -166,7 +166,7 @@ final class ProgressPrinter: Sendable {
                 + (r.sha256.map { [("sha256", .string($0))] } ?? [])
                 + [("total_bytes", .int(r.totalBytes)),
                       ("bytes_fetched", .int(r.bytesFetched)), ("refetched_bytes", .int(r.refetchedBytes)),
-                      ("resumed_bytes", .int(r.resumedBytes))]
+                      ("resumed_bytes", .int(r.resumedBytes)), ("discarded_bytes", .int(r.discardedBytes))]
             terminal = true
         case .cancelled:
             fields = [("event", .string("cancelled")), ("state", .string("cancelled"))]
@@ -183,7 +183,7 @@ final class ProgressPrinter: Sendable {
     private func progressFields(_ p: DownloadProgress) -> [(String, JSONValue)] {
         [("bytes_done", .int(p.bytesDone)), ("total_bytes", p.totalBytes.map { .int($0) } ?? .null),
          ("bytes_fetched", .int(p.bytesFetched)), ("bytes_per_second", .int(Int64(p.bytesPerSecond))),
-         ("active_segments", .int(Int64(p.activeSegments)))]
+         ("active_segments", .int(Int64(p.activeSegments))), ("discarded_bytes", .int(p.discardedBytes))]
     }
 }
 

@@ -42,8 +42,9 @@ public final class Download: Sendable {
     /// Creates a download; nothing happens until `run()`.
     /// - Parameters:
     ///   - client: the HTTP client; build its configuration with `TransferClient.configuration()`
-    ///     (redirects must be disallowed: the downloader follows them itself). Nil uses
-    ///     `TransferClient.shared`, or a private client when the request's no-progress timeout is not 30 s.
+    ///     (redirects must be disallowed: the downloader follows them itself). Nil: each `run()` makes its
+    ///     own client, whose connections a pause can drain before closing them (`ConnectionTap`), so
+    ///     what the kernel already received is kept rather than thrown away.
     ///   - logger: receives info and debug messages; URLs are logged with their query redacted.
     public init(request: DownloadRequest, client: HTTPClient? = nil, logger: Logger = Logger(label: "meterwise.transfer")) {
         self.request = request
@@ -140,21 +141,22 @@ public final class Download: Sendable {
         }
         var ownClient: HTTPClient?
         let client: HTTPClient
+        var tap: ConnectionTap?
         if let given = self.client {
             client = given
-        } else if request.noProgressTimeout == .seconds(30) {
-            client = TransferClient.shared
         } else {
+            let connections = ConnectionTap()
             let own = HTTPClient(
                 eventLoopGroupProvider: .singleton,
-                configuration: TransferClient.configuration(noProgressTimeout: request.noProgressTimeout)
+                configuration: TransferClient.configuration(noProgressTimeout: request.noProgressTimeout, tap: connections)
             )
             ownClient = own
             client = own
+            tap = connections
         }
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
-            result = .success(try await DownloadRun(download: self, client: client).perform())
+            result = .success(try await DownloadRun(download: self, client: client, tap: tap).perform())
         } catch {
             result = .failure(error)
         }

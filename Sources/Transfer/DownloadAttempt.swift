@@ -12,6 +12,8 @@ extension DownloadRun {
         case failed(TransferError)
         case learned(Int)
         case stop(Download.StopReason)
+        /// A pause has read what the kernels held: close the connections.
+        case drained
         case ended
     }
 
@@ -28,6 +30,17 @@ extension DownloadRun {
         let (learned, learnedContinuation) = AsyncStream.makeStream(of: Int.self)
         board.setLearned(learnedContinuation)
         let sink = download.sink
+        let readAtStart = tap?.read.load(ordering: .relaxed) ?? 0
+        var unreadAtClose: (unread: Int64, read: Int64)?
+        defer {
+            // Bytes this attempt read and did not write, plus what the kernels held unread at the close.
+            if let tap {
+                let read = unreadAtClose?.read ?? tap.read.load(ordering: .relaxed)
+                let kept = board.kept
+                let thrown = (unreadAtClose?.unread ?? 0) + (read - readAtStart) - kept.heads - kept.written
+                if thrown > 0 { totals.discarded.withLock { $0 += thrown } }
+            }
+        }
         return await withTaskGroup(of: WorkerEvent.self) { group in
             group.addTask {
                 for await reason in stopSignal { return .stop(reason) }
@@ -77,6 +90,26 @@ extension DownloadRun {
                     }
                 case .stop(let reason):
                     if end == nil { end = .stopped(reason) }
+                    if reason == .pause, let tap, !board.isDraining {
+                        // Keep what the kernels already hold (`PauseDrain`): clamp the windows, read up to
+                        // what they had received at this moment, then close.
+                        tap.freezeWindows()
+                        board.beginDrain()
+                        let drain = PauseDrain(started: .now, target: tap.read.load(ordering: .relaxed) + (await tap.unreadBytes()))
+                        group.addTask {
+                            while !drain.isOver(now: .now, read: tap.read.load(ordering: .relaxed), lastReceive: board.lastReceive) {
+                                try? await Task.sleep(for: PauseDrain.poll)
+                                if Task.isCancelled { break }
+                            }
+                            return .drained
+                        }
+                    } else {
+                        if let tap { unreadAtClose = (await tap.unreadBytes(), tap.read.load(ordering: .relaxed)) }
+                        group.cancelAll()
+                    }
+                case .drained:
+                    // What the kernels hold unread now is thrown away with the connections: count it first.
+                    if let tap { unreadAtClose = (await tap.unreadBytes(), tap.read.load(ordering: .relaxed)) }
                     group.cancelAll()
                 case .restart(let reason):
                     if end == nil { end = .restart(reason) }
@@ -130,7 +163,7 @@ extension DownloadRun {
     func worker(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> WorkerEvent {
         var attempt = 0
         while true {
-            guard board.assign(id) != nil else { return .done }
+            guard !board.isDraining, board.assign(id) != nil else { return .done }
             let outcome = await fetch(id, board: board, writer: writer)
             switch outcome {
             case .rangeDone:
@@ -140,7 +173,7 @@ extension DownloadRun {
             case .end(let event):
                 return event
             case .retry(let after, let reason, let progressed):
-                if Task.isCancelled { return .ended }
+                if Task.isCancelled || board.isDraining { return .ended }
                 if progressed { attempt = 0 }
                 attempt += 1
                 let c = board.counters
@@ -200,6 +233,7 @@ extension DownloadRun {
                 return .retry(after: nil, reason: "the request failed: \(FailureText.describe(error))", progressed: false)
             }
             let head = ResponseHead(response)
+            board.addHead(bytes: Self.headBytes(response))
             let decision = ResponseClassifier.classify(
                 head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData
             )
@@ -308,6 +342,14 @@ extension DownloadRun {
 }
 
 extension DownloadRun {
+    /// The size of a response head as it came over the wire, near enough: status line, header lines and
+    /// the blank line (the reason phrase is NIO's for the code).
+    static func headBytes(_ response: HTTPClientResponse) -> Int {
+        var n = "HTTP/1.1 000 ".utf8.count + response.status.reasonPhrase.utf8.count + 4
+        for (name, value) in response.headers { n += name.utf8.count + 2 + value.utf8.count + 2 }
+        return n
+    }
+
     /// A rate limit so low that the low-speed check would fire on it: the check is off then.
     var isThrottledBelowLowSpeed: Bool {
         guard let rate = download.rateLimit else { return false }

@@ -18,6 +18,11 @@ final class DownloadBoard: Sendable {
         var learned: AsyncStream<Int>.Continuation?
         /// The object's length was admitted (size limits, free space, the engine's decision) in this attempt.
         var admitted = false
+        /// Response heads read in this attempt (estimated from the parsed head), to tell them from body bytes.
+        var headBytes: Int64 = 0
+        /// The attempt is pausing (`PauseDrain`): segments read what the kernels hold but start nothing new.
+        var draining = false
+        var lastReceive = ContinuousClock.now
     }
 
     let state: Mutex<State>
@@ -99,7 +104,23 @@ final class DownloadBoard: Sendable {
         }
     }
 
-    func received(_ n: Int) { state.withLock { $0.fetched += Int64(n) } }
+    func received(_ n: Int) {
+        let now = ContinuousClock.now
+        state.withLock {
+            $0.fetched += Int64(n)
+            $0.lastReceive = now
+        }
+    }
+
+    /// Segments start no new request from now on; those reading go on until the attempt ends.
+    func beginDrain() { state.withLock { $0.draining = true } }
+    var isDraining: Bool { state.withLock { $0.draining } }
+    var lastReceive: ContinuousClock.Instant { state.withLock { $0.lastReceive } }
+
+    func addHead(bytes: Int) { state.withLock { $0.headBytes += Int64(bytes) } }
+
+    /// Bytes written and response-head bytes read in this attempt.
+    var kept: (written: Int64, heads: Int64) { state.withLock { ($0.written, $0.headBytes) } }
 
     func advance(_ segment: Int, to position: Int64, wrote n: Int) {
         state.withLock { s in

@@ -34,14 +34,19 @@ public struct DownloadProgress: Sendable, Equatable {
     public var bytesPerSecond: Double
     /// Segments with a request in flight.
     public var activeSegments: Int
+    /// Bytes received in this run that were thrown away: read and not kept (past a range's end, a refused
+    /// response's body) or left unread in the kernel when a connection closed (a pause).
+    public var discardedBytes: Int64
 
     /// Creates a snapshot.
-    public init(bytesDone: Int64, totalBytes: Int64?, bytesFetched: Int64, bytesPerSecond: Double, activeSegments: Int) {
+    public init(bytesDone: Int64, totalBytes: Int64?, bytesFetched: Int64, bytesPerSecond: Double, activeSegments: Int,
+                discardedBytes: Int64 = 0) {
         self.bytesDone = bytesDone
         self.totalBytes = totalBytes
         self.bytesFetched = bytesFetched
         self.bytesPerSecond = bytesPerSecond
         self.activeSegments = activeSegments
+        self.discardedBytes = discardedBytes
     }
 }
 
@@ -59,6 +64,8 @@ public struct DownloadResult: Sendable, Equatable {
     public var refetchedBytes: Int64
     /// Bytes that were already in a verified partial file when this run started.
     public var resumedBytes: Int64
+    /// Bytes received in this run and thrown away (see `DownloadProgress.discardedBytes`).
+    public var discardedBytes: Int64 = 0
 }
 
 /// How `Download.run()` ended, when it did not throw.

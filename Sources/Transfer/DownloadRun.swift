@@ -11,6 +11,8 @@ import Synchronization
 struct DownloadRun: Sendable {
     let download: Download
     let client: HTTPClient
+    /// The connections of the download's own client; nil with a client given by the caller.
+    let tap: ConnectionTap?
     var request: DownloadRequest { download.request }
     var logger: Logger { download.logger }
 
@@ -30,6 +32,7 @@ struct DownloadRun: Sendable {
     /// Run-wide counters.
     final class Totals: Sendable {
         let fetched = Mutex<Int64>(0)
+        let discarded = Mutex<Int64>(0)
     }
 
     static let maxRestarts = 4
@@ -210,11 +213,11 @@ struct DownloadRun: Sendable {
                     .paused(
                         DownloadProgress(
                             bytesDone: c.done, totalBytes: c.total, bytesFetched: totals.fetched.withLock { $0 },
-                            bytesPerSecond: 0, activeSegments: 0
+                            bytesPerSecond: 0, activeSegments: 0, discardedBytes: totals.discarded.withLock { $0 }
                         )
                     )
                 )
-                logger.info("paused", metadata: ["bytes": "\(c.done)"])
+                logger.info("paused", metadata: ["bytes": "\(c.done)", "discarded": "\(totals.discarded.withLock { $0 })"])
                 return .paused
             case .stopped(.cancel):
                 try? await writer.drain()
@@ -264,7 +267,8 @@ struct DownloadRun: Sendable {
         let fetched = totals.fetched.withLock { $0 }
         let result = DownloadResult(
             path: request.destination, sha256: digest, totalBytes: total, bytesFetched: fetched,
-            refetchedBytes: max(0, fetched - (total - resumedAtStart)), resumedBytes: resumedAtStart
+            refetchedBytes: max(0, fetched - (total - resumedAtStart)), resumedBytes: resumedAtStart,
+            discardedBytes: totals.discarded.withLock { $0 }
         )
         logger.info(
             "completed",

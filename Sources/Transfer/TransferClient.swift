@@ -6,13 +6,18 @@ public enum TransferClient {
     /// HTTP/1.1 connections the client opens to one host at once.
     public static let perHostConnections = 64
 
-    /// Receive buffers of 256 KiB: fewer, larger reads on fast links (the bench's finding).
-    public static let receiveAllocation = 256 * 1024
+    /// Receive buffers of up to 128 KiB: large reads on fast links, little memory held per connection.
+    public static let receiveAllocation = 128 * 1024
 
     /// A configuration for downloads: TLS verification on (the default), redirects handled by the
     /// downloader (at most 10, https -> http refused), no decompression, HTTP/1.1 (one connection per
-    /// segment), 256 KiB receive buffers, and a read timeout as the no-progress timeout.
+    /// segment), 128 KiB receive buffers, and a read timeout as the no-progress timeout.
     public static func configuration(noProgressTimeout: Duration = .seconds(30)) -> HTTPClient.Configuration {
+        configuration(noProgressTimeout: noProgressTimeout, tap: nil)
+    }
+
+    /// The same, with every connection registered in `tap` (a download's own client).
+    static func configuration(noProgressTimeout: Duration, tap: ConnectionTap?) -> HTTPClient.Configuration {
         var c = HTTPClient.Configuration()
         c.redirectConfiguration = .disallow
         c.decompression = .disabled
@@ -23,14 +28,14 @@ public enum TransferClient {
         let ms = Int64(noProgressTimeout.secondsDouble * 1000)
         c.timeout = .init(connect: .seconds(15), read: .milliseconds(max(ms, 100)))
         c.http1_1ConnectionDebugInitializer = { channel in
-            channel.setOption(
+            let allocator = channel.setOption(
                 ChannelOptions.recvAllocator,
                 value: AdaptiveRecvByteBufferAllocator(minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
             )
+            guard let tap else { return allocator }
+            return allocator.flatMap { tap.register(channel) }
         }
         return c
     }
 
-    /// The process-wide client used when none is passed to `Download`. Never shut down.
-    public static let shared = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration())
 }

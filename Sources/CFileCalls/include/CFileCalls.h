@@ -1,12 +1,14 @@
 // The few Linux calls Swift cannot reach through Glibc: per-thread file-system credentials (the
 // raw syscalls; glibc's setgroups() changes every thread of the process), faccessat2 with AT_EACCESS,
-// renameat2 with RENAME_NOREPLACE, flock, SO_PEERCRED. Imported by Transfer (files as the asker) and
-// Engine (the asker of a control connection) only.
+// renameat2 with RENAME_NOREPLACE, flock, SO_PEERCRED, sync_file_range, the kernel's tcp_info, mallopt.
+// Imported by Transfer (files as the asker, write-back, connections), Engine (the asker of a control
+// connection) and the executable (allocator tuning) only.
 #ifndef METERWISE_CFILECALLS_H
 #define METERWISE_CFILECALLS_H
 
 #include <sys/types.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /// Sets the calling thread's file-system uid; returns the previous one. (setfsuid(2): per thread.)
 int mw_thread_setfsuid(uid_t uid);
@@ -37,5 +39,19 @@ int mw_so_peercred(void);
 /// Starts write-back of every dirty page of `fd` without waiting for it (sync_file_range
 /// SYNC_FILE_RANGE_WRITE), so a later fdatasync has little left to do.
 int mw_start_writeback(int fd);
+
+/// Room for the kernel's `struct tcp_info` (TCP_INFO), read as bytes: glibc's own declaration stops
+/// before the newer fields.
+struct mw_tcp_info {
+    unsigned char raw[512];
+};
+/// `tcpi_bytes_received` (bytes the kernel received in order, read by the program or not) from the
+/// first `length` bytes of `info`; 0 when the kernel's struct is too old to have it (before Linux 4.1).
+uint64_t mw_tcp_bytes_received(const struct mw_tcp_info *info, unsigned length);
+
+/// Fixes glibc's trim and mmap thresholds (mallopt), which also turns off their dynamic adjustment: a
+/// download's buffers are then reused from the heap instead of being returned to the kernel and faulted
+/// in again (tens of thousands of page faults per GiB).
+void mw_tune_malloc(int trim_threshold, int mmap_threshold);
 
 #endif
