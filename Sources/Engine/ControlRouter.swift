@@ -97,7 +97,14 @@ enum Metrics {
     static func render<C: Clock>(engine: Engine<C>) async -> String where C.Duration == Duration, C.Instant: Sendable {
         let jobs = await engine.list()
         let snapshot = await engine.snapshot
+        let pass = await engine.lastPass
         var lines: [String] = []
+        lines.append("# HELP meterwise_decision_pass_seconds How long the last pass deciding every job took.")
+        lines.append("# TYPE meterwise_decision_pass_seconds gauge")
+        lines.append("meterwise_decision_pass_seconds \(pass.duration.seconds)")
+        lines.append("# HELP meterwise_decision_pass_jobs Jobs the last pass decided.")
+        lines.append("# TYPE meterwise_decision_pass_jobs gauge")
+        lines.append("meterwise_decision_pass_jobs \(pass.jobs)")
         lines.append("# HELP meterwise_jobs Jobs by state.")
         lines.append("# TYPE meterwise_jobs gauge")
         for state in JobState.allCases {

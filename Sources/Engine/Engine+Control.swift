@@ -31,7 +31,7 @@ extension Engine {
             default: throw EngineError(.invalidRequest, error.message)
             }
         }
-        if let other = jobs.values.first(where: { $0.record.destination == spec.destination && !$0.record.state.isFinal }) {
+        if let otherID = destinations[spec.destination], let other = jobs[otherID], !other.record.state.isFinal {
             let whose = asker.owns(other.record) ? "job \(other.record.id)" : "another user's job"
             throw EngineError(.conflict, "\(whose) already downloads to \(spec.destination): choose another -o")
         }
@@ -44,6 +44,8 @@ extension Engine {
         try store.insert(record)
         jobs[id] = JobRuntime(record: record)
         order.append(id)
+        enqueue(id, priority: record.priority)
+        destinations[record.destination] = id
         events.publish(.added(job: id))
         reconcile(id)
         return jobs[id]?.record ?? record

@@ -209,6 +209,7 @@ extension Engine {
         persist(id)
         saveAccounting()
         if configuration.stopWhenIdle { checkIdle() }
+        if jobs[id]?.record.state.isFinal ?? false { pruneFinished() }
         reconcileAll()
     }
 

@@ -35,7 +35,17 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     let logger: Logger
     var lastChange: C.Instant
     var jobs: [String: JobRuntime<C.Instant>] = [:]
+    /// Every job, in the order they were added (what `list` shows).
     var order: [String] = []
+    /// Every job, by priority and then the order they were added: the order a pass decides them in, kept
+    /// sorted as jobs come and go, so no pass sorts.
+    var schedule: [String] = []
+    /// The destination of every job that is not finished, and whose it is: one destination, one job.
+    var destinations: [String: String] = [:]
+    /// When finished jobs were last pruned (`EngineConfiguration.retention`).
+    var lastPrune: Date?
+    /// How long the last full pass over the jobs took, and how many it decided (for /metrics).
+    public private(set) var lastPass: (duration: Duration, jobs: Int) = (.zero, 0)
     var scheduledWake: C.Instant?
     /// Jobs whose `run()` is in flight (kept in step with `JobRuntime.running`).
     var runningCount = 0
@@ -61,6 +71,14 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         self.logger = logger
         self.accounting = LinkAccounting(usage: try store.usage(), linkBytes: try store.linkBytes())
         (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
+        if let retention = configuration.retention {
+            do {
+                try store.pruneFinished(before: now.addingTimeInterval(-retention.seconds))
+                lastPrune = now
+            } catch {
+                logger.warning("could not prune finished jobs: \(error)")
+            }
+        }
         for var record in try store.jobs() {
             // A transfer that was running when the process died resumes from its checkpoint at once —
             // unless the process died twice in a row while it ran without saving progress: then the job is
@@ -77,7 +95,14 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             }
             jobs[record.id] = JobRuntime(record: record)
             order.append(record.id)
+            if !record.state.isFinal { destinations[record.destination] = record.id }
         }
+        // Stable: equal priorities keep the order they were added in.
+        let loaded = jobs
+        schedule = order.enumerated().sorted { a, b in
+            let pa = loaded[a.element]?.record.priority ?? 0, pb = loaded[b.element]?.record.priority ?? 0
+            return pa != pb ? pa > pb : a.offset < b.offset
+        }.map(\.element)
     }
 
     /// The wall-clock time on the engine's clock.
@@ -193,19 +218,55 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
 
     func reconcileAll() {
         guard !stopped, haveSnapshot else { return }
+        let started = ContinuousClock.now
         let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
         var earliest: C.Instant?
         var activeCount = runningCount
-        for id in scheduleOrder() {
+        // A decision depends on the job's size, priority, tags and permissions, not on which job it is:
+        // jobs alike are decided once per pass.
+        var decided: [JobInfo: Decision] = [:]
+        var count = 0
+        for id in schedule {
             guard let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
                 !runtime.stopping
             else { continue }
-            let decision = context.decide(job: runtime.record.jobInfo)
+            var info = runtime.record.jobInfo
+            info.id = ""
+            let decision: Decision
+            if let known = decided[info] {
+                decision = known
+            } else {
+                decision = context.decide(job: info)
+                decided[info] = decision
+            }
+            count += 1
+            if Self.unchanged(runtime, decision: decision, slotsFull: activeCount >= configuration.maxActive) {
+                // Nothing to do for this job: most of a long queue on a link change.
+                if let next = decision.nextChange {
+                    let wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
+                    earliest = min(earliest ?? wake, wake)
+                }
+                continue
+            }
             if let wake = reconcile(id, decision: decision, activeCount: &activeCount) {
                 earliest = min(earliest ?? wake, wake)
             }
         }
         schedule(earliest)
+        lastPass = (ContinuousClock.now - started, count)
+    }
+
+    /// A job with no transfer whose decision is the one it already had, and that can only stay as it is:
+    /// waiting on a pause, or queued for a run while every transfer slot is taken.
+    static func unchanged(_ runtime: JobRuntime<C.Instant>, decision: Decision, slotsFull: Bool) -> Bool {
+        guard !runtime.running, !runtime.stopping, let previous = runtime.decision, previous.action == decision.action,
+            previous.rule == decision.rule, previous.allowedLinks == decision.allowedLinks, previous.rate == decision.rate
+        else { return false }
+        switch (decision.action, runtime.record.state) {
+        case (.pause, .waiting): return true
+        case (.run, .queued), (.throttle, .queued): return slotsFull
+        default: return false
+        }
     }
 
     func reconcile(_ id: String) {
@@ -218,12 +279,17 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         schedule(reconcile(id, decision: decision, activeCount: &activeCount))
     }
 
-    /// Priority first, then the order jobs were added.
-    func scheduleOrder() -> [String] {
-        order.enumerated().sorted { a, b in
-            let pa = jobs[a.element]?.record.priority ?? 0, pb = jobs[b.element]?.record.priority ?? 0
-            return pa != pb ? pa > pb : a.offset < b.offset
-        }.map(\.element)
+    /// The ids of every job in the order a pass decides them: priority first, then the order they were added.
+    public func decisionOrder() -> [String] { schedule }
+
+    /// Puts a new job into `schedule`: after every job of its priority or higher (it is the newest).
+    func enqueue(_ id: String, priority: Int) {
+        var low = 0, high = schedule.count
+        while low < high {
+            let mid = (low + high) / 2
+            if (jobs[schedule[mid]]?.record.priority ?? 0) >= priority { low = mid + 1 } else { high = mid }
+        }
+        schedule.insert(id, at: low)
     }
 
     /// Decides one job and carries the action out. Returns when it wants to be woken.
@@ -290,6 +356,32 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             jobs[id] = runtime
         }
         return wake
+    }
+
+    /// Deletes finished jobs older than the retention, from the store and from memory; at most once a
+    /// minute unless `force`.
+    func pruneFinished(force: Bool = false) {
+        guard let retention = configuration.retention else { return }
+        let wallNow = now
+        if !force, let last = lastPrune, wallNow.timeIntervalSince(last) < 60 { return }
+        lastPrune = wallNow
+        let ids: [String]
+        do {
+            ids = try store.pruneFinished(before: wallNow.addingTimeInterval(-retention.seconds))
+        } catch {
+            logger.warning("could not prune finished jobs: \(error)")
+            return
+        }
+        guard !ids.isEmpty else { return }
+        let gone = Set(ids)
+        for id in ids {
+            if let record = jobs.removeValue(forKey: id)?.record, destinations[record.destination] == id {
+                destinations[record.destination] = nil
+            }
+        }
+        order.removeAll { gone.contains($0) }
+        schedule.removeAll { gone.contains($0) }
+        logger.info("pruned \(ids.count) finished job(s) older than \(retention)")
     }
 
     func schedule(_ instant: C.Instant?) {

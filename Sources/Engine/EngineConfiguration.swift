@@ -16,6 +16,9 @@ public struct EngineConfiguration: Sendable {
     public var httpClient: HTTPClient?
     /// Adjusts each job's download request (checkpoint cadence, segments, timeouts) before it starts.
     public var tuneRequest: @Sendable (inout DownloadRequest) -> Void
+    /// Finished jobs (completed, failed, cancelled) are deleted this long after they last changed; nil
+    /// keeps them. Checked at start and whenever a job finishes, at most once a minute.
+    public var retention: Duration? = .seconds(7 * 86_400)
 
     public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
                 httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {

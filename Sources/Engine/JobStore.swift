@@ -147,6 +147,19 @@ public final class JobStore: Sendable {
         try read("list jobs") { db in try JobRecord.order(Column(JobRecord.CodingKeys.createdAt.rawValue), Column("id")).fetchAll(db) }
     }
 
+    /// Deletes the finished (completed, failed, cancelled) jobs last changed before `cutoff`; returns
+    /// their ids.
+    @discardableResult
+    public func pruneFinished(before cutoff: Date) throws(EngineError) -> [String] {
+        try write("prune finished jobs") { db in
+            let finished = [JobState.completed, .failed, .cancelled].map(\.rawValue)
+            let old = JobRecord.filter(finished.contains(Column("state")) && Column("updated_at") < cutoff)
+            let ids = try String.fetchAll(db, old.select(Column("id")))
+            try old.deleteAll(db)
+            return ids
+        }
+    }
+
     public func count() throws(EngineError) -> Int {
         try read("count jobs") { db in try JobRecord.fetchCount(db) }
     }

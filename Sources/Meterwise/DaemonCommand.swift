@@ -1,4 +1,5 @@
 import ArgumentParser
+import ConfigKit
 import Engine
 import Foundation
 import MeterwiseClient
@@ -47,14 +48,27 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "How many transfers run at once.")
     var maxActive: Int = 3
 
+    @Option(help: "Delete finished jobs (completed, failed, cancelled) this long after they last changed, e.g. 7d or 12h; 0 keeps them.")
+    var retention: String = "7d"
+
     /// The exit status when link monitoring failed for good (EX_UNAVAILABLE): non-zero, so that systemd's
     /// `Restart=on-failure` starts the daemon again.
     static let linkMonitorExitStatus: Int32 = 69
+
+    /// `--retention` as a duration; `.some(nil)` keeps finished jobs, nil is not a duration.
+    var retentionPeriod: Duration?? {
+        if retention == "0" { return .some(nil) }
+        guard let period = Units.parseDuration(retention), period > .zero, period <= .seconds(3650 * 86_400) else { return nil }
+        return .some(period)
+    }
 
     func validate() throws {
         guard links == "netlink" || links == "scenario" else { throw ValidationError("--links must be netlink or scenario") }
         if links == "scenario" && scenario == nil { throw ValidationError("--links scenario needs --scenario FILE") }
         guard maxActive >= 1 else { throw ValidationError("--max-active must be at least 1") }
+        guard retentionPeriod != nil else {
+            throw ValidationError("--retention \(retention) is not a duration: use e.g. 7d, 12h, 30m, or 0 to keep finished jobs.")
+        }
         try ArgumentLimits.checkSpeed(speed)
     }
 
@@ -80,8 +94,15 @@ struct DaemonCommand: AsyncParsableCommand {
         engineLogger.logLevel = logger.logLevel
         let engine = try Engine(
             policy: policySet, store: store, monitor: monitor, clock: clock,
-            configuration: EngineConfiguration(maxActive: maxActive, canBind: scenario == nil), logger: engineLogger)
+            configuration: {
+                var c = EngineConfiguration(maxActive: maxActive, canBind: scenario == nil)
+                c.retention = retentionPeriod ?? nil
+                return c
+            }(), logger: engineLogger)
         logger.info("meterwise \(Meterwise.version) daemon: state \(stateDirectory), socket \(socketPath), policy \(policySource)")
+        // The start-up's pages (argument parsing, the store's migrations, the first policy load) are not the
+        // daemon's working set: a long-running process should not keep them resident.
+        ProcessMemory.releaseStartupPages()
         let group = ServiceGroup(
             services: [
                 EngineService(engine: engine),

@@ -1,0 +1,80 @@
+import Engine
+import Foundation
+import Links
+import MeterwiseClient
+import Policy
+import Testing
+import TestSupport
+
+/// Retention of finished jobs, and the order a pass decides jobs in, kept without sorting.
+@Suite(.serialized)
+struct EngineScaleTests {
+    static let policy = """
+        version: 1
+        defaults:
+          action: run
+        """
+
+    func withStore(_ body: (JobStore, String) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mw-scale-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await body(try JobStore(path: directory.appendingPathComponent("jobs.sqlite").path), directory.path)
+    }
+
+    func engine(_ store: JobStore, retention: Duration?, maxActive: Int = 3) throws -> Engine<ManualClock> {
+        var configuration = EngineConfiguration(maxActive: maxActive, canBind: false)
+        configuration.retention = retention
+        return try Engine(policy: try PolicySet.parse(files: [(name: "p.yaml", text: Self.policy)]), store: store,
+                          monitor: ManualLinkMonitor(), clock: ManualClock(), configuration: configuration)
+    }
+
+    func record(_ id: String, _ state: JobState, daysAgo: Double, in directory: String) -> JobRecord {
+        var job = JobRecord(id: id, url: "http://127.0.0.1:9/\(id)", destination: "\(directory)/\(id).bin",
+                            now: Date().addingTimeInterval(-daysAgo * 86_400))
+        job.state = state
+        return job
+    }
+
+    @Test func finishedJobsOlderThanTheRetentionArePrunedAtStart() async throws {
+        try await withStore { store, directory in
+            try store.insert(record("old-done", .completed, daysAgo: 8, in: directory))
+            try store.insert(record("old-failed", .failed, daysAgo: 30, in: directory))
+            try store.insert(record("new-done", .completed, daysAgo: 1, in: directory))
+            try store.insert(record("old-queued", .queued, daysAgo: 30, in: directory))
+            try store.insert(record("old-paused", .paused, daysAgo: 30, in: directory))
+            let engine = try engine(store, retention: .seconds(7 * 86_400))
+            let ids = Set(await engine.list().map(\.job.id))
+            #expect(ids == ["new-done", "old-queued", "old-paused"])
+            #expect(try store.job("old-done") == nil)
+            #expect(try store.count() == 3)
+            await #expect(throws: EngineError.self) { try await engine.status("old-failed") }
+        }
+    }
+
+    @Test func noRetentionKeepsEveryJob() async throws {
+        try await withStore { store, directory in
+            try store.insert(record("ancient", .completed, daysAgo: 3000, in: directory))
+            let engine = try engine(store, retention: nil)
+            #expect(await engine.list().map(\.job.id) == ["ancient"])
+        }
+    }
+
+    /// With one transfer slot, a job added later with a higher priority is the one that starts; among
+    /// equal priorities the oldest does. `list` keeps the order jobs were added.
+    @Test func aPassStartsJobsByPriorityThenAge() async throws {
+        try await withStore { store, directory in
+            let engine = try engine(store, retention: nil, maxActive: 1)
+            for (name, priority) in [("a", 0), ("b", 0), ("c", 5), ("d", 5), ("e", -1)] {
+                _ = try await engine.add(JobSpec(url: "http://127.0.0.1:9/\(name)", destination: "\(directory)/\(name).bin",
+                                                 priority: priority))
+            }
+            #expect(await engine.list().map { URL(string: $0.job.url)!.lastPathComponent } == ["a", "b", "c", "d", "e"])
+            var order: [String] = []
+            for id in await engine.decisionOrder() {
+                order.append(URL(string: try await engine.status(id).job.url)!.lastPathComponent)
+            }
+            #expect(order == ["c", "d", "a", "b", "e"])
+        }
+    }
+}
