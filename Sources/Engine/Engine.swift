@@ -224,7 +224,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         var activeCount = runningCount
         // A decision depends on the job's size, priority, tags and permissions, not on which job it is:
         // jobs alike are decided once per pass.
-        var decided: [JobInfo: Decision] = [:]
+        var decided: [JobInfo: (decision: Decision, reason: String)] = [:]
         var count = 0
         for id in schedule {
             guard let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
@@ -233,11 +233,14 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             var info = runtime.record.jobInfo
             info.id = ""
             let decision: Decision
+            let reason: String
             if let known = decided[info] {
-                decision = known
+                (decision, reason) = known
             } else {
                 decision = context.decide(job: info)
-                decided[info] = decision
+                // One text shared by every job alike, not a copy each.
+                reason = decision.reasons.joined(separator: "; ")
+                decided[info] = (decision, reason)
             }
             count += 1
             if Self.unchanged(runtime, decision: decision, slotsFull: activeCount >= configuration.maxActive) {
@@ -248,7 +251,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 }
                 continue
             }
-            if let wake = reconcile(id, decision: decision, activeCount: &activeCount) {
+            if let wake = reconcile(id, decision: decision, reason: reason, activeCount: &activeCount) {
                 earliest = min(earliest ?? wake, wake)
             }
         }
@@ -293,13 +296,13 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     }
 
     /// Decides one job and carries the action out. Returns when it wants to be woken.
-    func reconcile(_ id: String, decision: Decision, activeCount: inout Int) -> C.Instant? {
+    func reconcile(_ id: String, decision: Decision, reason: String? = nil, activeCount: inout Int) -> C.Instant? {
         guard var runtime = jobs[id] else { return nil }
         if runtime.decision.map({ ($0.action, $0.rule, $0.allowedLinks, $0.rate) })
             .map({ $0 != (decision.action, decision.rule, decision.allowedLinks, decision.rate) }) ?? true {
             events.publish(.decision(job: id, decision))
             runtime.record.rule = decision.rule
-            runtime.record.reason = decision.reasons.joined(separator: "; ")
+            runtime.record.reason = reason ?? decision.reasons.joined(separator: "; ")
         }
         // Keep the decision without its reasons: the record holds them as one text, and with ten
         // thousand queued jobs the copies add up.

@@ -19,7 +19,11 @@ public final class JobStore: Sendable {
             var configuration = Configuration()
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
+                // SQLite's page cache is per connection (2 MiB each by default); the daemon's reads are a
+                // job at a time or a list, so 512 KiB each is plenty and keeps a big queue's memory down.
+                try db.execute(sql: "PRAGMA cache_size = -512")
             }
+            configuration.maximumReaderCount = 2
             configuration.busyMode = .timeout(5)
             database = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
