@@ -74,6 +74,12 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 case .cancel: try await engine.cancel(id!, for: asker)
                 }
                 return .json(try await engine.status(id!, for: asker))
+            case ("GET", "/v1/decision", 2):
+                let job = try Self.decisionQuery(path)
+                let decision = await engine.decide(job).decision
+                return .json(ControlAPI.DecisionBody(
+                    action: decision.action.rawValue, rule: decision.rule, rate: decision.rate, reasons: decision.reasons,
+                    allowedLinks: decision.allowedLinks, nextChange: decision.nextChange, source: "daemon"))
             case ("GET", "/v1/links", 2):
                 return .json(LinkSnapshotDocument(await engine.snapshot))
             case ("GET", "/metrics", 1):
@@ -89,6 +95,40 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
         } catch {
             return .error(EngineError(.store, "\(error)"))
         }
+    }
+}
+
+extension ControlRouter {
+    /// The job a `GET /v1/decision?size=N&tags=a,b&allow_metered=true&allow_roaming=true` asks about.
+    static func decisionQuery(_ path: String) throws(EngineError) -> JobInfo {
+        var job = JobInfo(id: "check")
+        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return job }
+        for pair in query.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+            let value = kv.count > 1 ? kv[1] : ""
+            switch kv[0] {
+            case "size":
+                guard let size = Int64(value), size >= 0, size <= 1 << 50 else {
+                    throw EngineError(.invalidRequest, "size must be a number of bytes from 0 to 2^50, not `\(value)`")
+                }
+                job.size = size
+            case "tags":
+                job.tags = value.split(separator: ",").map(String.init).filter { !$0.isEmpty }
+                guard job.tags.count <= 64, job.tags.allSatisfy({ $0.utf8.count <= 256 }) else {
+                    throw EngineError(.invalidRequest, "at most 64 tags of at most 256 bytes each")
+                }
+            case "allow_metered": job.allowMetered = value == "true" || value == "1"
+            case "allow_roaming": job.allowRoaming = value == "true" || value == "1"
+            case "priority":
+                guard let priority = Int(value), abs(priority) <= 1000 else {
+                    throw EngineError(.invalidRequest, "priority must be a number from -1000 to 1000, not `\(value)`")
+                }
+                job.priority = priority
+            default:
+                throw EngineError(.invalidRequest, "unknown parameter `\(kv[0])`: use size, tags, allow_metered, allow_roaming, priority")
+            }
+        }
+        return job
     }
 }
 

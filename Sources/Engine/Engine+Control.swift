@@ -101,6 +101,12 @@ extension Engine {
         order.compactMap { jobs[$0] }.filter { asker.owns($0.record) }.map { status(of: $0) }
     }
 
+    /// What the policy says now, with the live links and budgets, of a download like `job` (`check`,
+    /// `GET /v1/decision`): nothing is queued.
+    public func decide(_ job: JobInfo) -> Explanation {
+        policy.explain(job: job, snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+    }
+
     /// The policy's explanation of a job's decision right now.
     public func explain(_ id: String, for asker: Asker = .process) throws(EngineError) -> Explanation {
         let runtime = try runtime(id, for: asker)

@@ -34,6 +34,7 @@ struct Meterwise: AsyncParsableCommand {
             DemoCommand.self,
             LinksCommand.self,
             GetCommand.self,
+            CheckCommand.self,
             PolicyCommand.self,
             DaemonCommand.self,
             AddCommand.self,

@@ -20,6 +20,40 @@ public enum ControlAPI {
     }
 
     /// The explanation of a job's decision, as `GET /v1/jobs/{id}/explain` returns it.
+    /// `GET /v1/decision?size=N&tags=a,b&allow_metered=true`: may a download like this run now?
+    public struct DecisionBody: Codable, Sendable {
+        /// run, throttle or pause.
+        public var action: String
+        public var rule: String?
+        public var rate: Int64?
+        public var reasons: [String]
+        public var allowedLinks: [String]
+        /// When the answer can change by time alone (a window opens, a budget period ends), if it can.
+        public var nextChange: Date?
+        /// Where the answer came from: `daemon` (live links and budgets) or `local` (links read now,
+        /// budgets unused).
+        public var source: String
+
+        enum CodingKeys: String, CodingKey {
+            case action, rule, rate, reasons, source
+            case allowedLinks = "allowed_links", nextChange = "next_change"
+        }
+
+        public init(action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String],
+                    nextChange: Date?, source: String) {
+            self.action = action
+            self.rule = rule
+            self.rate = rate
+            self.reasons = reasons
+            self.allowedLinks = allowedLinks
+            self.nextChange = nextChange
+            self.source = source
+        }
+
+        /// A download may start now (run or throttle, over some allowed link).
+        public var mayRun: Bool { action != "pause" && !allowedLinks.isEmpty }
+    }
+
     public struct ExplainBody: Codable, Sendable {
         public var action: String
         public var rule: String?
