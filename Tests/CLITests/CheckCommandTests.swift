@@ -1,4 +1,5 @@
 import Foundation
+import Lab
 import Testing
 import TestSupport
 
@@ -46,6 +47,25 @@ import TestSupport
             let check = try daemon.cli(["check", "--size", "700MiB"])
             #expect(check.stderr.contains("may download now"), "\(check.stderr)")
         }
+    }
+
+    /// No daemon: the links are read from the kernel. In a namespace whose primary uplink is wlan0 a
+    /// 700 MiB download may run; once the primary moves to the metered wwan0 it must wait.
+    @Test(.needsKernel) func withoutADaemonTheKernelsLinksDecide() throws {
+        let uplinks = try VethUplinks.create(prefix: "mwchk")
+        defer { uplinks.delete() }
+        func check() throws -> BinaryRun {
+            try BinaryRun.run(["check", "--size", "700MiB", "--local", "--policy", RepoPaths.file("policies/default.yaml")],
+                              prefix: ["/usr/sbin/ip", "netns", "exec", uplinks.device.name])
+        }
+        let onWifi = try check()
+        #expect(onWifi.status == 0, "\(onWifi.stderr)")
+        #expect(onWifi.stderr.contains("wlan0"), "\(onWifi.stderr)")
+        try uplinks.device.ip("link", "set", "wlan0", "down")
+        let onCellular = try check()
+        #expect(onCellular.status == 1, "\(onCellular.stderr)")
+        #expect(onCellular.stderr.contains("pause-metered"), "\(onCellular.stderr)")
+        #expect(onCellular.stderr.contains("wwan0"), "\(onCellular.stderr)")
     }
 
     @Test func aBadSizeOrPolicyIsExitTwo() throws {
