@@ -55,11 +55,14 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
     /// Where the policy comes from; the built-in default has no file to watch, SIGHUP still reloads.
     public let source: PolicySource
     public let logger: Logger
+    /// Told `RELOADING=1` and then `READY=1` around each reload.
+    public let notifier: SystemdNotifier
 
-    public init(engine: Engine<C>, source: PolicySource, logger: Logger) {
+    public init(engine: Engine<C>, source: PolicySource, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:])) {
         self.engine = engine
         self.source = source
         self.logger = logger
+        self.notifier = notifier
     }
 
     public func run() async throws {
@@ -82,6 +85,7 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
     /// Parses on `PolicyLoadThread`, off the engine's executor and the shared pool; the engine sees only a
     /// policy that loaded whole.
     func reload(because reason: String) async {
+        notifier.send("RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds)\nSTATUS=reloading the policy (\(reason))")
         do {
             let policy = try await PolicyLoadThread.load(source)
             await engine.reload(policy: policy)
@@ -89,5 +93,64 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
         } catch {
             logger.error("policy not reloaded (\(reason)); keeping the previous one:\n\(error)")
         }
+        notifier.send("READY=1\nSTATUS=\(await engine.statusLine())")
+    }
+}
+
+/// Tells systemd how the daemon is (`Type=notify`): `READY=1` once the first link snapshot is in (the
+/// store is open before the engine exists), `STATUS=` with a one-line summary as links and jobs change,
+/// `WATCHDOG=1` at half of `WATCHDOG_USEC` when systemd asks for it, `STOPPING=1` on shutdown. Without
+/// `$NOTIFY_SOCKET` it does nothing and wakes nobody.
+public struct NotifyService<C: Clock>: Service where C.Duration == Duration, C.Instant: Sendable {
+    public let engine: Engine<C>
+    public let notifier: SystemdNotifier
+
+    public init(engine: Engine<C>, notifier: SystemdNotifier) {
+        self.engine = engine
+        self.notifier = notifier
+    }
+
+    public func run() async throws {
+        guard notifier.socketPath != nil else {
+            // A service that returns ends the group: wait for the shutdown like the others.
+            try? await gracefulShutdown()
+            return
+        }
+        let events = engine.events.subscribe()
+        let notifier = self.notifier
+        let engine = self.engine
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var ready = false
+                    var last = ""
+                    for await event in events {
+                        switch event {
+                        case .links, .started, .paused, .waiting, .completed, .failed, .cancelled, .added:
+                            let status = await engine.statusLine()
+                            if !ready {
+                                ready = true
+                                notifier.send("READY=1\nSTATUS=\(status)")
+                            } else if status != last {
+                                notifier.send("STATUS=\(status)")
+                            }
+                            last = status
+                        default:
+                            break
+                        }
+                    }
+                }
+                if let interval = notifier.watchdogInterval {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            notifier.send("WATCHDOG=1")
+                            try? await Task.sleep(for: interval)
+                        }
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
+        notifier.send("STOPPING=1\nSTATUS=stopping: pausing every transfer with its checkpoint flushed")
     }
 }

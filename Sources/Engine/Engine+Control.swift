@@ -107,6 +107,22 @@ extension Engine {
         policy.explain(job: job, snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
     }
 
+    /// One line for systemd's `STATUS=`: "2 running, 3 waiting: metered wwan0".
+    public func statusLine() -> String {
+        var running = 0, waiting = 0
+        for runtime in jobs.values {
+            if runtime.active { running += 1 } else if runtime.record.state == .waiting || runtime.record.state == .queued { waiting += 1 }
+        }
+        var line = "\(running) running, \(waiting) waiting"
+        let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+        if let primary = context.primary, let network = context.primaryClass {
+            line += ": \(network.metered ? "metered" : "unmetered") \(primary.name)"
+        } else if haveSnapshot {
+            line += ": no uplink"
+        }
+        return line
+    }
+
     /// The policy's explanation of a job's decision right now.
     public func explain(_ id: String, for asker: Asker = .process) throws(EngineError) -> Explanation {
         let runtime = try runtime(id, for: asker)

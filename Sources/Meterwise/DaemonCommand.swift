@@ -103,11 +103,16 @@ struct DaemonCommand: AsyncParsableCommand {
         // The start-up's pages (argument parsing, the store's migrations, the first policy load) are not the
         // daemon's working set: a long-running process should not keep them resident.
         ProcessMemory.releaseStartupPages()
+        // A SIGHUP before the reload service traps it would end the daemon (the default action): until
+        // then it is ignored; the policy was just loaded anyway.
+        signal(SIGHUP, SIG_IGN)
+        let notifier = SystemdNotifier()
         let group = ServiceGroup(
             services: [
                 EngineService(engine: engine),
                 ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
-                PolicyReloadService(engine: engine, source: policySource, logger: logger),
+                PolicyReloadService(engine: engine, source: policySource, logger: logger, notifier: notifier),
+                NotifyService(engine: engine, notifier: notifier),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)

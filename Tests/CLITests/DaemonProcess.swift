@@ -8,7 +8,7 @@ final class DaemonProcess: Sendable {
     var socket: String { directory.appendingPathComponent("d.sock").path }
 
     init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml"),
-         extra: [String] = []) throws {
+         extra: [String] = [], environment: [String: String] = [:]) throws {
         self.directory = directory
         process = Process()
         process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
@@ -18,6 +18,9 @@ final class DaemonProcess: Sendable {
                              "--policy", policy] + extra
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         try process.run()
     }
 
