@@ -9,7 +9,13 @@ enum Main {
     static func main() async {
         ProcessMemory.tuneAllocator()
         let level = ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        let journal = JournalLogHandler.stderrIsJournal()
         LoggingSystem.bootstrap { label in
+            if journal {
+                var handler = JournalLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

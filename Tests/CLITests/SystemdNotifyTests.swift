@@ -74,4 +74,45 @@ import Glibc
         #expect(await eventually { !daemon.process.isRunning })
         #expect(daemon.process.terminationStatus == 0)
     }
+
+    /// With stderr the journal's stream (`JOURNAL_STREAM` names its device and inode), every line carries
+    /// its syslog priority; a `JOURNAL_STREAM` naming another file changes nothing.
+    @Test func logLinesCarryPrioritiesForTheJournal() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwj-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func run(matching: Bool) throws -> String {
+            let path = directory.appendingPathComponent("stderr-\(matching)").path
+            FileManager.default.createFile(atPath: path, contents: nil)
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            var info = stat()
+            fstat(handle.fileDescriptor, &info)
+            let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
+            process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
+                                 "--state", directory.appendingPathComponent("state-\(matching)").path,
+                                 "--socket", directory.appendingPathComponent("d-\(matching).sock").path,
+                                 "--policy", RepoPaths.file("policies/default.yaml")]
+            process.environment = ProcessInfo.processInfo.environment.merging(
+                ["JOURNAL_STREAM": "\(info.st_dev):\(matching ? info.st_ino : info.st_ino + 1)", "METERWISE_LOG": "info"]) { _, new in new }
+            process.standardError = handle
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let socket = directory.appendingPathComponent("d-\(matching).sock").path
+            let deadline = Date().addingTimeInterval(15)
+            while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(20_000) }
+            process.terminate()
+            process.waitUntilExit()
+            try handle.close()
+            return try String(contentsOfFile: path, encoding: .utf8)
+        }
+        let journal = try run(matching: true)
+        let plain = try run(matching: false)
+        #expect(plain.contains("meterwise.daemon"), "\(plain)")
+        #expect(!plain.contains("<6>"), "\(plain)")
+        #expect(journal.contains("<6>meterwise.daemon: meterwise"), "\(journal)")
+        let logged = journal.split(separator: "\n").filter { $0.contains("meterwise.") }
+        #expect(!logged.isEmpty && logged.allSatisfy { $0.hasPrefix("<") }, "\(journal)")
+    }
 }
