@@ -40,9 +40,8 @@ struct JournalLogHandler: LogHandler {
         return "<\(priority(level))>\(label): \(text)" + (pairs.isEmpty ? "" : " " + pairs) + "\n"
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        let all = explicit.map { metadata.merging($0) { _, new in new } } ?? metadata
-        FileHandle.standardError.write(Data(Self.line(level: level, label: label, message: message, metadata: all).utf8))
+    func log(event: LogEvent) {
+        let all = event.metadata.map { metadata.merging($0) { _, new in new } } ?? metadata
+        FileHandle.standardError.write(Data(Self.line(level: event.level, label: label, message: event.message, metadata: all).utf8))
     }
 }

@@ -41,6 +41,7 @@ struct Meterwise: AsyncParsableCommand {
             LinksCommand.self,
             GetCommand.self,
             CheckCommand.self,
+            RunCommand.self,
             PolicyCommand.self,
             DaemonCommand.self,
             AddCommand.self,
