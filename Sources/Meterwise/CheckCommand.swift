@@ -17,14 +17,7 @@ struct CheckCommand: AsyncParsableCommand {
             systemd's ExecCondition= (docs/integrations.md).
             """)
 
-    @Option(help: "The download's size, e.g. 700MiB.")
-    var size: String?
-
-    @Option(name: .customLong("tag"), help: "A tag the policy's rules match (repeatable), e.g. apt.")
-    var tags: [String] = []
-
-    @Flag(help: "The download may use metered links (as a job's allow_metered).")
-    var allowMetered = false
+    @OptionGroup var question: DownloadQuestion
 
     @Flag(help: "Print the decision as JSON on stdout: action, rule, reasons, allowed_links, next_change, source.")
     var json = false
@@ -39,14 +32,7 @@ struct CheckCommand: AsyncParsableCommand {
     var policy: String?
 
     func run() async throws {
-        let bytes: Int64?
-        if let size {
-            guard let parsed = Units.parseBytes(size) else { throw failure("--size \(size) is not a size; \(Units.bytesHint).") }
-            bytes = parsed
-        } else {
-            bytes = nil
-        }
-        let job = JobInfo(id: "check", size: bytes, tags: tags, allowMetered: allowMetered)
+        guard let job = question.job(id: "check") else { throw failure(question.sizeProblem) }
         let answer = local ? nil : try await askDaemon(job)
         let decided: ControlAPI.DecisionBody
         if let answer {

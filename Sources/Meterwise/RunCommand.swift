@@ -22,14 +22,7 @@ struct RunCommand: AsyncParsableCommand {
             bad value or a policy error.
             """)
 
-    @Option(help: "The download's size, e.g. 700MiB.")
-    var size: String?
-
-    @Option(name: .customLong("tag"), help: "A tag the policy's rules match (repeatable), e.g. apt.")
-    var tags: [String] = []
-
-    @Flag(help: "The download may use metered links (as a job's allow_metered).")
-    var allowMetered = false
+    @OptionGroup var question: DownloadQuestion
 
     @Flag(help: "On a pause, terminate the command (SIGTERM) and run it again when allowed, instead of SIGSTOP/SIGCONT.")
     var restart = false
@@ -45,13 +38,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bytes: Int64?
-        if let size {
-            guard let parsed = Units.parseBytes(size) else { throw failure("--size \(size) is not a size; \(Units.bytesHint).") }
-            bytes = parsed
-        } else {
-            bytes = nil
-        }
+        guard let job = question.job(id: "run") else { throw failure(question.sizeProblem) }
         let source = PolicyLocator.current(explicit: policy)
         let policySet: PolicySet
         do {
@@ -59,7 +46,6 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw failure(error.description)
         }
-        let job = JobInfo(id: "run", size: bytes, tags: tags, allowMetered: allowMetered)
         let status = try await supervise(job: job, policy: policySet)
         throw ExitCode(status)
     }
