@@ -25,7 +25,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "Do not ask the daemon: read the links and the policy here.")
     var local = false
 
-    @Option(help: "The daemon's control socket (default: the daemon's default for this user).")
+    @Option(help: "The daemon's control socket to ask (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
     var socket: String?
 
     @Option(help: ArgumentHelp(PolicyOption.help + " Used when no daemon answers."))
@@ -53,7 +53,7 @@ struct CheckCommand: AsyncParsableCommand {
             let joined = job.tags.joined(separator: ",")
             query.append("tags=" + (joined.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: ",-_."))) ?? joined))
         }
-        let client = ControlClient(socketPath: socket ?? StatePaths.socket)
+        let client = ControlClient(socketPath: socket ?? StatePaths.clientSocket)
         let (status, data): (Int, Data)
         do {
             (status, data) = try await client.request(.GET, "/v1/decision?" + query.joined(separator: "&"))

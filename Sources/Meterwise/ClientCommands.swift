@@ -7,13 +7,13 @@ import Transfer
 
 /// Options every client command shares.
 struct ClientOptions: ParsableArguments {
-    @Option(help: "The daemon's control socket (default: the daemon's default for this user).")
+    @Option(help: "The daemon's control socket (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
     var socket: String?
 
     @Flag(help: "Print JSON.")
     var json = false
 
-    var socketPath: String { socket ?? StatePaths.socket }
+    var socketPath: String { socket ?? StatePaths.clientSocket }
 }
 
 /// `meterwise add URL`: queue a download in the daemon.

@@ -24,10 +24,15 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp(PolicyOption.help))
     var policy: String?
 
-    @Option(help: "State directory for the job store (default: /var/lib/meterwise as root, XDG otherwise).")
+    @Flag(help: ArgumentHelp(
+        "Run as your own daemon (systemctl --user): XDG paths even as root.",
+        discussion: "Policy from $XDG_CONFIG_HOME/meterwise/policies.d (then /etc/meterwise/policies.d, then the built-in one), jobs in $XDG_STATE_HOME/meterwise, socket $XDG_RUNTIME_DIR/meterwise.sock. Clients try this socket before the system's."))
+    var user = false
+
+    @Option(help: "State directory for the job store (default: /var/lib/meterwise as root, $XDG_STATE_HOME/meterwise otherwise or with --user).")
     var state: String?
 
-    @Option(help: "Control socket path (default: /run/meterwise/meterwise.sock as root, XDG_RUNTIME_DIR otherwise).")
+    @Option(help: "Control socket path (default: $METERWISE_SOCKET, else /run/meterwise/meterwise.sock as root, $XDG_RUNTIME_DIR/meterwise.sock otherwise or with --user).")
     var socket: String?
 
     @Option(help: "Make the socket 0660 and owned by this group.")
@@ -65,6 +70,9 @@ struct DaemonCommand: AsyncParsableCommand {
     func validate() throws {
         guard links == "netlink" || links == "scenario" else { throw ValidationError("--links must be netlink or scenario") }
         if links == "scenario" && scenario == nil { throw ValidationError("--links scenario needs --scenario FILE") }
+        if user && group != nil {
+            throw ValidationError("--group is for the system daemon: a --user daemon serves you alone (drop --group, or --user)")
+        }
         guard maxActive >= 1 else { throw ValidationError("--max-active must be at least 1") }
         guard retentionPeriod != nil else {
             throw ValidationError("--retention \(retention) is not a duration: use e.g. 7d, 12h, 30m, or 0 to keep finished jobs.")
@@ -75,11 +83,13 @@ struct DaemonCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "meterwise.daemon")
         if ProcessInfo.processInfo.environment["METERWISE_LOG"] == nil { logger.logLevel = .info }
-        let policySource = PolicyLocator.current(explicit: policy)
+        let scope: StatePaths.Scope = user ? .user : StatePaths.defaultScope
+        let policySource = PolicyLocator.current(explicit: policy, asUser: user)
         let policySet = try PolicyOption.load(policySource)
-        let stateDirectory = state ?? StatePaths.stateDirectory
+        let stateDirectory = state ?? StatePaths.stateDirectory(scope)
         // Absolute, so the socket's directory is known and clients given the same relative path still work.
-        let socketPath = URL(fileURLWithPath: socket ?? StatePaths.socket).standardizedFileURL.path
+        let defaultSocket = StatePaths.explicitSocket ?? StatePaths.socket(scope)
+        let socketPath = URL(fileURLWithPath: socket ?? defaultSocket).standardizedFileURL.path
         let clock = ScaledClock(speed: scenario == nil ? 1 : speed)
         let monitor: any LinkMonitor
         if let scenario {

@@ -10,9 +10,9 @@ public struct ControlClient: Sendable {
     /// The daemon's control socket.
     public let socketPath: String
 
-    /// A client of the daemon listening on `socketPath` (default: `StatePaths.socket`, the daemon's default
-    /// for this user).
-    public init(socketPath: String = StatePaths.socket) {
+    /// A client of the daemon listening on `socketPath` (default: `StatePaths.clientSocket`, the user's own
+    /// daemon when one runs, else the system's).
+    public init(socketPath: String = StatePaths.clientSocket) {
         self.socketPath = socketPath
     }
 
@@ -24,7 +24,10 @@ public struct ControlClient: Sendable {
     func checkSocket() throws(ClientError) {
         var info = stat()
         guard stat(socketPath, &info) == 0 else {
-            throw ClientError(message: "no control socket at \(socketPath): is `meterwise daemon` running? (--socket sets the path)", status: 0)
+            throw ClientError(
+                message: "no control socket at \(socketPath): no daemon is running (start one: `systemctl start meterwise`, "
+                    + "`systemctl --user start meterwise` or `meterwise daemon`), or give its socket with --socket",
+                status: 0)
         }
         // A regular file or a folder there would make the connection wait for its timeout.
         guard info.st_mode & S_IFMT == S_IFSOCK else {

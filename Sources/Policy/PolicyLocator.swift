@@ -80,9 +80,10 @@ import Foundation
 
 extension PolicyLocator {
     /// `resolve` for this process: its uid, its environment and the file system.
-    public static func current(explicit: String?) -> PolicySource {
+    /// `asUser`: look in the user's drop-in directory even as root (a `daemon --user`).
+    public static func current(explicit: String?, asUser: Bool = false) -> PolicySource {
         resolve(
-            explicit: explicit, isRoot: getuid() == 0, environment: ProcessInfo.processInfo.environment,
+            explicit: explicit, isRoot: getuid() == 0 && !asUser, environment: ProcessInfo.processInfo.environment,
             exists: { path in
                 var info = stat()
                 return stat(path, &info) == 0
