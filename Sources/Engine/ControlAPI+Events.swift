@@ -60,6 +60,23 @@ extension ControlAPI {
             return EventBody(event: "cancelled", job: job, at: date)
         case let .added(job):
             return EventBody(event: "added", job: job, at: date)
+        case let .policyReloaded(files):
+            var body = EventBody(event: "policy", at: date)
+            body.reason = "reloaded from " + (files.isEmpty ? "the built-in default" : files.joined(separator: ", "))
+            return body
         }
+    }
+
+    /// The `decision` event of a question on the event stream: no job, the question's tags.
+    static func body(forQuestion question: JobInfo, _ decision: Decision, at date: Date = Date()) -> EventBody {
+        var body = EventBody(event: "decision", at: date)
+        body.action = decision.action.rawValue
+        body.rule = decision.rule
+        body.reason = decision.reasons.first
+        body.rate = decision.rate
+        body.tags = question.tags
+        body.allowedLinks = decision.allowedLinks
+        body.nextChange = decision.nextChange
+        return body
     }
 }

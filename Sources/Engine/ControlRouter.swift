@@ -76,17 +76,27 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 return .json(try await engine.status(id!, for: asker))
             case ("GET", "/v1/decision", 2):
                 let job = try Self.decisionQuery(path)
-                let decision = await engine.decide(job).decision
-                return .json(ControlAPI.DecisionBody(
-                    action: decision.action.rawValue, rule: decision.rule, rate: decision.rate, reasons: decision.reasons,
-                    allowedLinks: decision.allowedLinks, nextChange: decision.nextChange, source: "daemon"))
+                return .json(Self.decisionBody(await engine.decide(job).decision))
+            case ("POST", "/v1/usage", 2):
+                // Bytes a program moved outside the daemon (`meterwise run`), for the question in the query.
+                let job = try Self.decisionQuery(path)
+                let report: ControlAPI.UsageBody
+                do {
+                    report = try ControlAPI.decoder().decode(ControlAPI.UsageBody.self, from: body)
+                } catch {
+                    throw EngineError(.invalidRequest, "the body must be {\"bytes\": N}: \(Self.describe(error))")
+                }
+                guard report.bytes >= 0, report.bytes <= 1 << 40 else {
+                    throw EngineError(.invalidRequest, "bytes must be from 0 to 2^40 per report, not \(report.bytes)")
+                }
+                return .json(Self.decisionBody(await engine.recordUsage(bytes: report.bytes, for: job).decision))
             case ("GET", "/v1/links", 2):
                 return .json(LinkSnapshotDocument(await engine.snapshot))
             case ("GET", "/metrics", 1):
                 // Every job's figures: for root and the daemon's own user only.
                 guard asker.seesEveryJob else { throw EngineError(.forbidden, "/metrics is for root and the daemon's user") }
                 let text = await Metrics.render(engine: engine)
-                return ControlResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Data(text.utf8))
+                return ControlResponse(status: 200, contentType: Metrics.contentType, body: Data(text.utf8))
             default:
                 throw EngineError(.notFound, "no route \(method) \(path): see docs/api.md")
             }
@@ -99,6 +109,12 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
 }
 
 extension ControlRouter {
+    static func decisionBody(_ decision: Decision) -> ControlAPI.DecisionBody {
+        ControlAPI.DecisionBody(
+            action: decision.action.rawValue, rule: decision.rule, rate: decision.rate, reasons: decision.reasons,
+            allowedLinks: decision.allowedLinks, nextChange: decision.nextChange, source: "daemon")
+    }
+
     /// The job a `GET /v1/decision?size=N&tags=a,b&allow_metered=true&allow_roaming=true` asks about.
     static func decisionQuery(_ path: String) throws(EngineError) -> JobInfo {
         var job = JobInfo(id: "check")
@@ -129,49 +145,6 @@ extension ControlRouter {
             }
         }
         return job
-    }
-}
-
-/// Prometheus text for `GET /metrics`.
-enum Metrics {
-    static func render<C: Clock>(engine: Engine<C>) async -> String where C.Duration == Duration, C.Instant: Sendable {
-        let jobs = await engine.list()
-        let snapshot = await engine.snapshot
-        let pass = await engine.lastPass
-        var lines: [String] = []
-        lines.append("# HELP meterwise_decision_pass_seconds How long the last pass deciding every job took.")
-        lines.append("# TYPE meterwise_decision_pass_seconds gauge")
-        lines.append("meterwise_decision_pass_seconds \(pass.duration.seconds)")
-        lines.append("# HELP meterwise_decision_pass_jobs Jobs the last pass decided.")
-        lines.append("# TYPE meterwise_decision_pass_jobs gauge")
-        lines.append("meterwise_decision_pass_jobs \(pass.jobs)")
-        lines.append("# HELP meterwise_jobs Jobs by state.")
-        lines.append("# TYPE meterwise_jobs gauge")
-        for state in JobState.allCases {
-            lines.append("meterwise_jobs{state=\"\(state.rawValue)\"} \(jobs.filter { $0.job.state == state }.count)")
-        }
-        lines.append("# HELP meterwise_link_received_bytes_total Bytes received by transfers, per link.")
-        lines.append("# TYPE meterwise_link_received_bytes_total counter")
-        let kinds = Dictionary(snapshot.links.map { ($0.name, $0.kind.rawValue) }, uniquingKeysWith: { a, _ in a })
-        for (link, bytes) in engine.accounting.bytesByLink.sorted(by: { $0.key < $1.key }) {
-            lines.append("meterwise_link_received_bytes_total{link=\"\(link)\",kind=\"\(kinds[link] ?? "unknown")\"} \(bytes)")
-        }
-        lines.append("# HELP meterwise_budget_used_bytes Bytes counted against each budget period.")
-        lines.append("# TYPE meterwise_budget_used_bytes gauge")
-        for (key, bytes) in engine.accounting.usage.bytes.sorted(by: { $0.key < $1.key }) {
-            lines.append("meterwise_budget_used_bytes{budget=\"\(key)\"} \(bytes)")
-        }
-        lines.append("# HELP meterwise_job_paused_seconds Time each job spent paused by the policy.")
-        lines.append("# TYPE meterwise_job_paused_seconds gauge")
-        for status in jobs {
-            lines.append("meterwise_job_paused_seconds{job=\"\(status.job.id)\"} \(status.pausedSeconds)")
-        }
-        lines.append("# HELP meterwise_primary_link The primary uplink (1).")
-        lines.append("# TYPE meterwise_primary_link gauge")
-        if let primary = snapshot.primary {
-            lines.append("meterwise_primary_link{link=\"\(primary.name)\",kind=\"\(primary.kind.rawValue)\"} 1")
-        }
-        return lines.joined(separator: "\n") + "\n"
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import MeterwiseClient
 import Logging
+import Policy
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -166,9 +167,18 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         try await outbound.write(.end(nil))
     }
 
-    /// `GET /v1/events`: one JSON object per line, chunked, until the client goes away.
+    /// `GET /v1/events`: one JSON object per line, chunked, until the client goes away. With a question in
+    /// the query (`?tags=apt&size=N`, as for `/v1/decision`) the stream also carries a `decision` event
+    /// without a job for that question: its answer at once, then each time it changes.
     func streamEvents(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead,
                       asker: Asker) async throws {
+        let question: JobInfo?
+        do {
+            question = head.uri.contains("?") ? try ControlRouter<C>.decisionQuery(head.uri) : nil
+        } catch {
+            try await respond(outbound, head: head, .error(error))
+            return
+        }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-ndjson")
         headers.add(name: "Transfer-Encoding", value: "chunked")
@@ -177,13 +187,28 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         // The current state first, so a watcher starts with the picture, then every change.
         let encoder = ControlAPI.encoder()
         let events = engine.events.subscribe()
-        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: try encoder.encode(
-            ControlAPI.body(for: .links(await engine.snapshot))) + Data("\n".utf8)))))
-        for await event in events {
-            guard let body = ControlAPI.body(for: event) else { continue }
-            // Other users' jobs are not this asker's business.
-            if let job = body.job, !asker.seesEveryJob, await !engine.isVisible(job, to: asker) { continue }
+        let line = { @Sendable (body: ControlAPI.EventBody) async throws in
             try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: try encoder.encode(body) + Data("\n".utf8)))))
+        }
+        try await line(ControlAPI.body(for: .links(await engine.snapshot))!)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if let question {
+                group.addTask {
+                    for await decision in DecisionWatch(engine: engine, job: question).changes() {
+                        try await line(ControlAPI.body(forQuestion: question, decision))
+                    }
+                }
+            }
+            group.addTask {
+                for await event in events {
+                    guard let body = ControlAPI.body(for: event) else { continue }
+                    // Other users' jobs are not this asker's business.
+                    if let job = body.job, !asker.seesEveryJob, await !engine.isVisible(job, to: asker) { continue }
+                    try await line(body)
+                }
+            }
+            try await group.next()
+            group.cancelAll()
         }
         try await outbound.write(.end(nil))
     }

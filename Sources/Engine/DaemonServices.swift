@@ -47,6 +47,41 @@ public struct ControlService<C: Clock>: Service where C.Duration == Duration, C.
     }
 }
 
+/// `--metrics-listen` as a service.
+public struct MetricsListenService<C: Clock>: Service where C.Duration == Duration, C.Instant: Sendable {
+    public let listener: MetricsListener<C>
+
+    public init(listener: MetricsListener<C>) {
+        self.listener = listener
+    }
+
+    public func run() async throws {
+        let channel = try await listener.bind()
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await listener.serve(channel)
+            }
+        } catch is CancellationError {
+            // Graceful shutdown: the port is closed.
+        }
+    }
+}
+
+/// `--metrics-textfile` as a service: the last write happens on shutdown.
+public struct MetricsTextfileService<C: Clock>: Service where C.Duration == Duration, C.Instant: Sendable {
+    public let textfile: MetricsTextfile<C>
+
+    public init(textfile: MetricsTextfile<C>) {
+        self.textfile = textfile
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await textfile.run()
+        }
+    }
+}
+
 /// Reloads the policy on SIGHUP or when its files change. A policy with errors (including a file too
 /// large, not UTF-8, or whose aliases expand too much) is not applied: the old one stays and every error
 /// is logged with its `file:line:column`.

@@ -107,6 +107,22 @@ extension Engine {
         policy.explain(job: job, snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
     }
 
+    /// Counts bytes another program moved for a download like `job` (`meterwise run`, `POST /v1/usage`)
+    /// against the budget the policy gives it now; jobs are decided again when a budget was involved.
+    /// Returns the answer for `job` after counting them.
+    public func recordUsage(bytes: Int64, for job: JobInfo) -> Explanation {
+        let budgetKey = decide(job).decision.budgetKey
+        accounting.recordExternal(bytes: bytes, budgetKey: budgetKey)
+        if budgetKey != nil { reconcileAll() }
+        return decide(job)
+    }
+
+    /// Whether the policy counts the primary uplink metered; nil without one.
+    public func primaryIsMetered() -> Bool? {
+        policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+            .primaryClass?.metered
+    }
+
     /// One line for systemd's `STATUS=`: "2 running, 3 waiting: metered wwan0".
     public func statusLine() -> String {
         var running = 0, waiting = 0

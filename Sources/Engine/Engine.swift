@@ -211,6 +211,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     /// Replaces the policy (SIGHUP, a changed file); every job is decided again at once.
     public func reload(policy: PolicySet) {
         self.policy = policy
+        events.publish(.policyReloaded(files: policy.files))
         reconcileAll()
     }
 

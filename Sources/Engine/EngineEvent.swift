@@ -23,4 +23,6 @@ public enum EngineEvent: Sendable {
     case failed(job: String, String)
     case cancelled(job: String)
     case added(job: String)
+    /// The policy was reloaded from these files (a SIGHUP or a changed file).
+    case policyReloaded(files: [String])
 }

@@ -70,6 +70,16 @@ public final class LinkAccounting: Sendable {
         }
     }
 
+    /// Counts bytes another program moved (`meterwise run`, `POST /v1/usage`) on the primary link,
+    /// against `budgetKey` when the policy counts that download against a budget.
+    public func recordExternal(bytes count: Int64, budgetKey: String?) {
+        state.withLock { state in
+            state.bytesByLink[state.primary?.name ?? "unknown", default: 0] += count
+            state.unsaved += count
+            if let budgetKey { state.usage.record(bytes: count, budgetKey: budgetKey) }
+        }
+    }
+
     public var usage: Usage { state.withLock { $0.usage } }
 
     public var bytesByLink: [String: Int64] { state.withLock { $0.bytesByLink } }

@@ -25,14 +25,24 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "Do not ask the daemon: read the links and the policy here.")
     var local = false
 
+    @Flag(help: ArgumentHelp(
+        "Keep answering: one line on stdout each time the answer changes (JSON with --json), until interrupted.",
+        discussion: "Needs the daemon (its event stream, GET /v1/events?tags=...): for a long-running program that pauses itself."))
+    var watch = false
+
     @Option(help: "The daemon's control socket to ask (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
     var socket: String?
 
     @Option(help: ArgumentHelp(PolicyOption.help + " Used when no daemon answers."))
     var policy: String?
 
+    func validate() throws {
+        if watch && local { throw ValidationError("--watch follows the daemon's answer; drop --local") }
+    }
+
     func run() async throws {
         guard let job = question.job(id: "check") else { throw failure(question.sizeProblem) }
+        if watch { try await follow(job) }
         let answer = local ? nil : try await askDaemon(job)
         let decided: ControlAPI.DecisionBody
         if let answer {
@@ -47,16 +57,10 @@ struct CheckCommand: AsyncParsableCommand {
 
     /// The daemon's answer; nil when no daemon is there to ask. A daemon that refuses the question is an error.
     func askDaemon(_ job: JobInfo) async throws -> ControlAPI.DecisionBody? {
-        var query = ["allow_metered=\(job.allowMetered)"]
-        if let size = job.size { query.append("size=\(size)") }
-        if !job.tags.isEmpty {
-            let joined = job.tags.joined(separator: ",")
-            query.append("tags=" + (joined.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: ",-_."))) ?? joined))
-        }
         let client = ControlClient(socketPath: socket ?? StatePaths.clientSocket)
         let (status, data): (Int, Data)
         do {
-            (status, data) = try await client.request(.GET, "/v1/decision?" + query.joined(separator: "&"))
+            (status, data) = try await client.request(.GET, "/v1/decision?" + DownloadQuestion.query(job))
         } catch {
             // No daemon: decide here, unless the user named the socket to ask.
             if socket != nil { throw failure("\(error)") }
@@ -69,6 +73,27 @@ struct CheckCommand: AsyncParsableCommand {
             throw failure("the daemon refused the question: \(message)")
         }
         return body
+    }
+
+    /// `--watch`: the daemon's answer, then every change, until the daemon goes away (exit 2) or SIGINT.
+    func follow(_ job: JobInfo) async throws -> Never {
+        let client = ControlClient(socketPath: socket ?? StatePaths.clientSocket)
+        do {
+            try await client.events(query: DownloadQuestion.query(job)) { event in
+                guard event.event == "decision", event.job == nil, let action = event.action else { return }
+                let answer = ControlAPI.DecisionBody(
+                    action: action, rule: event.rule, rate: event.rate, reasons: event.reason.map { [$0] } ?? [],
+                    allowedLinks: event.allowedLinks ?? [], nextChange: event.nextChange, source: "daemon")
+                if json, let data = try? ControlAPI.encoder().encode(answer) {
+                    Output.line(String(decoding: data, as: UTF8.self))
+                } else {
+                    Output.line(ISO8601DateFormatter().string(from: event.at) + " " + describe(answer))
+                }
+            }
+        } catch {
+            throw failure("--watch: \(error)")
+        }
+        throw failure("--watch: the daemon closed the event stream (stopped or restarted)")
     }
 
     /// The policy's answer over this machine's links now.
@@ -96,6 +121,11 @@ struct CheckCommand: AsyncParsableCommand {
         if json, let data = try? ControlAPI.encoder().encode(answer) {
             Output.line(String(decoding: data, as: UTF8.self))
         }
+        FileHandle.standardError.write(Data(("meterwise check: " + describe(answer) + "\n").utf8))
+    }
+
+    /// "may download now (rule ...: reasons)" or "must wait (...)", and when the answer can change.
+    func describe(_ answer: ControlAPI.DecisionBody) -> String {
         let rule = answer.rule.map { "rule \($0)" } ?? "the policy's default"
         let why = answer.reasons.isEmpty ? "" : ": " + answer.reasons.joined(separator: "; ")
         var text = answer.mayRun ? "may download now (\(rule)\(why))" : "must wait (\(rule)\(why))"
@@ -105,7 +135,7 @@ struct CheckCommand: AsyncParsableCommand {
         if let next = answer.nextChange {
             text += "; the answer can change at \(ISO8601DateFormatter().string(from: next))"
         }
-        FileHandle.standardError.write(Data(("meterwise check: " + text + "\n").utf8))
+        return text
     }
 
     /// A bad value or a policy error: says so, and exits 2.

@@ -56,6 +56,18 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "Delete finished jobs (completed, failed, cancelled) this long after they last changed, e.g. 7d or 12h; 0 keeps them.")
     var retention: String = "7d"
 
+    @Option(help: ArgumentHelp(
+        "Serve the Prometheus metrics on GET /metrics at this TCP address.",
+        discussion: "PORT listens on loopback (127.0.0.1); HOST:PORT or [IPv6]:PORT elsewhere, e.g. 0.0.0.0:9464 for a fleet's Prometheus. Only /metrics is served there (docs/metrics.md).",
+        valueName: "addr"))
+    var metricsListen: String?
+
+    @Option(help: ArgumentHelp(
+        "Write the Prometheus metrics to this *.prom file for node_exporter's textfile collector.",
+        discussion: "Replaced atomically after activity, at most every 15 s, and on shutdown (docs/metrics.md).",
+        valueName: "path"))
+    var metricsTextfile: String?
+
     /// The exit status when link monitoring failed for good (EX_UNAVAILABLE): non-zero, so that systemd's
     /// `Restart=on-failure` starts the daemon again.
     static let linkMonitorExitStatus: Int32 = 69
@@ -78,6 +90,12 @@ struct DaemonCommand: AsyncParsableCommand {
             throw ValidationError("--retention \(retention) is not a duration: use e.g. 7d, 12h, 30m, or 0 to keep finished jobs.")
         }
         try ArgumentLimits.checkSpeed(speed)
+        if let metricsListen {
+            do { _ = try MetricsListener<ScaledClock>.Address(parsing: metricsListen) } catch { throw ValidationError(error.message) }
+        }
+        if let metricsTextfile, let problem = MetricsTextfile<ScaledClock>.problem(with: metricsTextfile) {
+            throw ValidationError(problem)
+        }
     }
 
     func run() async throws {
@@ -117,13 +135,21 @@ struct DaemonCommand: AsyncParsableCommand {
         // then it is ignored; the policy was just loaded anyway.
         signal(SIGHUP, SIG_IGN)
         let notifier = SystemdNotifier()
+        var services: [any Service] = [
+            EngineService(engine: engine),
+            ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
+            PolicyReloadService(engine: engine, source: policySource, logger: logger, notifier: notifier),
+            NotifyService(engine: engine, notifier: notifier),
+        ]
+        if let metricsListen {
+            let address = try MetricsListener<ScaledClock>.Address(parsing: metricsListen)
+            services.append(MetricsListenService(listener: MetricsListener(address: address, engine: engine, logger: logger)))
+        }
+        if let metricsTextfile {
+            services.append(MetricsTextfileService(textfile: MetricsTextfile(path: metricsTextfile, engine: engine, logger: logger)))
+        }
         let group = ServiceGroup(
-            services: [
-                EngineService(engine: engine),
-                ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
-                PolicyReloadService(engine: engine, source: policySource, logger: logger, notifier: notifier),
-                NotifyService(engine: engine, notifier: notifier),
-            ],
+            services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         do {

@@ -24,5 +24,16 @@ struct DownloadQuestion: ParsableArguments {
         return JobInfo(id: id, size: bytes, tags: tags, allowMetered: allowMetered)
     }
 
+    /// The question as the API's query (`GET /v1/decision?...`, `GET /v1/events?...`).
+    static func query(_ job: JobInfo) -> String {
+        var query = ["allow_metered=\(job.allowMetered)"]
+        if let size = job.size { query.append("size=\(size)") }
+        if !job.tags.isEmpty {
+            let joined = job.tags.joined(separator: ",")
+            query.append("tags=" + (joined.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: ",-_."))) ?? joined))
+        }
+        return query.joined(separator: "&")
+    }
+
     var sizeProblem: String { "--size \(size ?? "") is not a size; \(Units.bytesHint)." }
 }

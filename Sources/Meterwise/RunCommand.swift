@@ -2,6 +2,7 @@ import ArgumentParser
 import ConfigKit
 import Foundation
 import Links
+import MeterwiseClient
 import Policy
 #if canImport(Glibc)
 import Glibc
@@ -16,10 +17,13 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a download command under the policy: started when allowed, stopped and continued as the links change.",
         discussion: """
-            Links come from the kernel (and NetworkManager when it runs), event-driven; the policy from \
-            --policy or the usual places; budgets count as unused (the bytes the command moves are not \
-            counted yet). SIGINT and SIGTERM are passed to the command. Exit status: the command's; 2 on a \
-            bad value or a policy error.
+            When the daemon runs, its answer is followed (its live links, budgets and policy: the event \
+            stream's decision events) and the bytes the command reads are counted against the policy's \
+            budgets, from /proc/PID/io (rchar of every process in the command's group, reported every 2 s). \
+            Without a daemon (or with --local) the links come from the kernel (and NetworkManager when it \
+            runs), event-driven, and budgets count as unused. SIGINT and SIGTERM are passed to the \
+            command. Exit status: the command's; 2 on a bad value, a policy error, or a named --socket \
+            that does not answer.
             """)
 
     @OptionGroup var question: DownloadQuestion
@@ -27,11 +31,20 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "On a pause, terminate the command (SIGTERM) and run it again when allowed, instead of SIGSTOP/SIGCONT.")
     var restart = false
 
-    @Option(help: ArgumentHelp(PolicyOption.help))
+    @Flag(help: "Do not ask the daemon: read the links and the policy here (nothing is counted against budgets).")
+    var local = false
+
+    @Option(help: "The daemon's control socket (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
+    var socket: String?
+
+    @Option(help: ArgumentHelp(PolicyOption.help + " Used without a daemon."))
     var policy: String?
 
     @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
     var command: [String] = []
+
+    /// How often the bytes the command read are reported to the daemon while it runs.
+    static let reportInterval = Duration.seconds(2)
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("give the command after --, e.g. meterwise run -- curl -C - -O URL") }
@@ -39,6 +52,9 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard let job = question.job(id: "run") else { throw failure(question.sizeProblem) }
+        if !local, let daemon = try await daemonClient(for: job) {
+            throw ExitCode(try await supervise(job: job, source: .daemon(daemon)))
+        }
         let source = PolicyLocator.current(explicit: policy)
         let policySet: PolicySet
         do {
@@ -46,33 +62,104 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw failure(error.description)
         }
-        let status = try await supervise(job: job, policy: policySet)
-        throw ExitCode(status)
+        throw ExitCode(try await supervise(job: job, source: .local(policySet)))
     }
 
-    /// Decides on every link snapshot (and when the answer can change by time alone) and drives the child.
-    func supervise(job: JobInfo, policy: PolicySet) async throws -> Int32 {
+    /// The daemon to follow, when one answers; a named socket that does not is an error.
+    func daemonClient(for job: JobInfo) async throws -> ControlClient? {
+        let client = ControlClient(socketPath: socket ?? StatePaths.clientSocket)
+        do {
+            _ = try await client.call(.GET, "/v1/decision?" + DownloadQuestion.query(job), as: ControlAPI.DecisionBody.self)
+            return client
+        } catch let error as ClientError where error.status != 0 {
+            throw failure("the daemon refused the question: \(error)")
+        } catch {
+            if socket != nil { throw failure("\(error)") }
+            return nil
+        }
+    }
+
+    enum Source {
+        /// The daemon's answers, and budgets counted there.
+        case daemon(ControlClient)
+        /// This machine's links and the policy read here.
+        case local(PolicySet)
+    }
+
+    /// Follows the answers and drives the child until it exits.
+    func supervise(job: JobInfo, source: Source) async throws -> Int32 {
         let (wakes, wake) = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
-        let monitor = LinkSource.kernel(hints: .networkmanager)
         let signals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { signals.stop() }
         let signalNumbers = signals.stream
         var child = ChildGroup(command: command, restartOnPause: restart)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for try await snapshot in monitor.snapshots() { wake.yield(.links(snapshot)) }
-            }
-            group.addTask {
                 for await number in signalNumbers { wake.yield(.signal(number)) }
+            }
+            switch source {
+            case .local:
+                let monitor = LinkSource.kernel(hints: .networkmanager)
+                group.addTask {
+                    for try await snapshot in monitor.snapshots() { wake.yield(.links(snapshot)) }
+                }
+            case .daemon(let client):
+                let query = DownloadQuestion.query(job)
+                group.addTask {
+                    do {
+                        try await client.events(query: query) { event in
+                            guard event.event == "decision", event.job == nil, let action = event.action else { return }
+                            wake.yield(.answer(Answer(action: action, rule: event.rule, reason: event.reason,
+                                                      allowedLinks: event.allowedLinks ?? [])))
+                        }
+                        wake.yield(.daemonGone("the daemon closed its event stream"))
+                    } catch {
+                        wake.yield(.daemonGone("\(error)"))
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: Self.reportInterval)
+                        wake.yield(.count)
+                    }
+                }
             }
             var snapshot: LinkSnapshot?
             var timer: Task<Void, Never>?
+            var io: ProcessGroupIO?
             defer { timer?.cancel(); group.cancelAll() }
+
+            /// Reports what the command read since the last report; the daemon answers for the question.
+            func count() async -> Answer? {
+                guard case .daemon(let client) = source, child.pid != 0 else { return nil }
+                if io?.group != child.pid { io = ProcessGroupIO(group: child.pid) }
+                guard let bytes = io?.newBytes(), bytes > 0,
+                      let body = try? ControlAPI.encoder().encode(ControlAPI.UsageBody(bytes: bytes)),
+                      let (answer, _) = try? await client.call(.POST, "/v1/usage?" + DownloadQuestion.query(job), body: body,
+                                                               as: ControlAPI.DecisionBody.self)
+                else { return nil }
+                return Answer(action: answer.action, rule: answer.rule, reason: answer.reasons.first,
+                              allowedLinks: answer.allowedLinks)
+            }
+
             for await event in wakes {
+                var answer: Answer?
                 switch event {
-                case .links(let next): snapshot = next
-                case .time: break
+                case .links(let next):
+                    snapshot = next
+                case .time:
+                    break
+                case .answer(let next):
+                    answer = next
+                case .count:
+                    guard let counted = await count() else { continue }
+                    answer = counted
+                case .daemonGone(let why):
+                    // The child keeps its state; the answer is no longer followed.
+                    note("stopped following the daemon (\(why)); the command is left as it is")
+                    continue
                 case .reap:
+                    _ = await count()
                     if let status = child.reap() { return status }
                     continue
                 case .signal(let number):
@@ -80,30 +167,46 @@ struct RunCommand: AsyncParsableCommand {
                     if !child.started { return 128 + number }
                     continue
                 }
-                guard let snapshot else { continue }
-                let decision = policy.decide(job: job, snapshot: snapshot, usage: Usage(), now: Date(), timeZone: .current)
-                let allowed = decision.action != .pause && !decision.allowedLinks.isEmpty
-                let why = (decision.rule.map { "rule \($0)" } ?? "the default") + (decision.reasons.first.map { ": \($0)" } ?? "")
-                if allowed {
-                    if let message = try child.allow(onExit: { wake.yield(.reap) }) { note(message + " (\(why))") }
-                } else if let message = child.hold() {
-                    note(message + " (\(why))")
-                }
-                timer?.cancel()
-                if let next = decision.nextChange {
-                    timer = Task {
-                        try? await Task.sleep(for: .seconds(max(0, next.timeIntervalSinceNow)))
-                        if !Task.isCancelled { wake.yield(.time) }
+                if answer == nil, case .local(let policy) = source, let snapshot {
+                    let decision = policy.decide(job: job, snapshot: snapshot, usage: Usage(), now: Date(), timeZone: .current)
+                    answer = Answer(action: decision.action.rawValue, rule: decision.rule, reason: decision.reasons.first,
+                                    allowedLinks: decision.allowedLinks)
+                    timer?.cancel()
+                    if let next = decision.nextChange {
+                        timer = Task {
+                            try? await Task.sleep(for: .seconds(max(0, next.timeIntervalSinceNow)))
+                            if !Task.isCancelled { wake.yield(.time) }
+                        }
                     }
+                }
+                guard let answer else { continue }
+                if answer.allowed {
+                    if let message = try child.allow(onExit: { wake.yield(.reap) }) { note(message + " (\(answer.why))") }
+                } else if let message = child.hold() {
+                    note(message + " (\(answer.why))")
                 }
             }
             return child.reap() ?? 1
         }
     }
 
+    /// What the policy says, from the daemon or decided here.
+    struct Answer: Sendable {
+        var action: String
+        var rule: String?
+        var reason: String?
+        var allowedLinks: [String]
+
+        var allowed: Bool { action != "pause" && !allowedLinks.isEmpty }
+        var why: String { (rule.map { "rule \($0)" } ?? "the default") + (reason.map { ": \($0)" } ?? "") }
+    }
+
     enum Wake: Sendable {
         case links(LinkSnapshot)
+        case answer(Answer)
         case time
+        case count
+        case daemonGone(String)
         case reap
         case signal(Int32)
     }

@@ -117,7 +117,7 @@ final class TimelinePrinter: Sendable {
             if json { emit(["event": "failed", "job": job, "error": text]) } else { line("failed   \(text)") }
         case let .cancelled(job):
             if json { emit(["event": "cancelled", "job": job]) } else { line("cancel") }
-        case .added:
+        case .added, .policyReloaded:
             break
         }
     }

@@ -21,6 +21,15 @@ public enum ControlAPI {
 
     /// The explanation of a job's decision, as `GET /v1/jobs/{id}/explain` returns it.
     /// `GET /v1/decision?size=N&tags=a,b&allow_metered=true`: may a download like this run now?
+    /// `POST /v1/usage`: bytes a program moved outside the daemon since its last report.
+    public struct UsageBody: Codable, Sendable {
+        public var bytes: Int64
+
+        public init(bytes: Int64) {
+            self.bytes = bytes
+        }
+    }
+
     public struct DecisionBody: Codable, Sendable {
         /// run, throttle or pause.
         public var action: String
@@ -93,10 +102,16 @@ public enum ControlAPI {
         public var bytesPerSecond: Double?
         public var sha256: String?
         public var rate: Int64?
+        /// A question's `decision` event (no job): the tags asked about, the links allowed, and when the
+        /// answer can change by time alone.
+        public var tags: [String]?
+        public var allowedLinks: [String]?
+        public var nextChange: Date?
 
         enum CodingKeys: String, CodingKey {
-            case event, job, at, primary, kind, action, rule, reason, link, sha256, rate
+            case event, job, at, primary, kind, action, rule, reason, link, sha256, rate, tags
             case bytesDone = "bytes_done", totalBytes = "total_bytes", bytesPerSecond = "bytes_per_second"
+            case allowedLinks = "allowed_links", nextChange = "next_change"
         }
 
         public init(event: String, job: String? = nil, at: Date = Date()) {

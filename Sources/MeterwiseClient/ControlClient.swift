@@ -72,15 +72,22 @@ public struct ControlClient: Sendable {
         return (try ControlAPI.decoder().decode(T.self, from: data), data)
     }
 
-    /// The event stream, one decoded event per line, until the daemon closes it.
-    public func events(_ handle: (ControlAPI.EventBody) -> Void) async throws {
+    /// The event stream, one decoded event per line, until the daemon closes it. `query` (e.g.
+    /// `tags=apt&size=1000`) adds the `decision` events of that question.
+    public func events(query: String = "", _ handle: (ControlAPI.EventBody) -> Void) async throws {
         try checkSocket()
-        let request = HTTPClientRequest(url: base + "/v1/events")
+        let request = HTTPClientRequest(url: base + "/v1/events" + (query.isEmpty ? "" : "?" + query))
         let response: HTTPClientResponse
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365))
         } catch {
             throw ClientError(message: "cannot reach the daemon at \(socketPath): is `meterwise daemon` running?", status: 0)
+        }
+        guard response.status == .ok else {
+            let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
+            let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
+                ?? String(decoding: data.prefix(500), as: UTF8.self)
+            throw ClientError(message: message, status: Int(response.status.code))
         }
         var pending = Data()
         for try await buffer in response.body {

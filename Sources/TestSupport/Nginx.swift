@@ -93,7 +93,7 @@ public final class Nginx: @unchecked Sendable {
         throw NginxError(message: "nginx did not start listening on 127.0.0.1:\(port): \(log)")
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NginxError(message: "socket() failed") }
         defer { close(fd) }

@@ -1,0 +1,83 @@
+import ConfigKit
+import Foundation
+import Links
+import MeterwiseClient
+import Policy
+
+/// The daemon's figures as Prometheus text (exposition format 0.0.4), for `GET /metrics` on the control
+/// socket, `--metrics-listen` and `--metrics-textfile` alike. Names follow Prometheus conventions: a
+/// `meterwise_` prefix, base units in the name (`_bytes`, `_seconds`), `_total` on counters, `_info` on
+/// metrics whose labels are the information. Per-job series only for jobs not yet finished, so a fleet's
+/// series count stays bounded by what is queued.
+public enum Metrics {
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    public static func render<C: Clock>(engine: Engine<C>) async -> String where C.Duration == Duration, C.Instant: Sendable {
+        let jobs = await engine.list()
+        let snapshot = await engine.snapshot
+        let pass = await engine.lastPass
+        let primaryMetered = await engine.primaryIsMetered()
+        var text = Text()
+        text.family("meterwise_jobs", .gauge, "Jobs by state.")
+        for state in JobState.allCases {
+            text.sample("meterwise_jobs", ["state": state.rawValue], jobs.filter { $0.job.state == state }.count)
+        }
+        text.family("meterwise_link_received_bytes_total", .counter, "Bytes received by transfers, per link.")
+        let kinds = Dictionary(snapshot.links.map { ($0.name, $0.kind.rawValue) }, uniquingKeysWith: { a, _ in a })
+        for (link, bytes) in engine.accounting.bytesByLink.sorted(by: { $0.key < $1.key }) {
+            text.sample("meterwise_link_received_bytes_total", ["link": link, "kind": kinds[link] ?? "unknown"], bytes)
+        }
+        text.family("meterwise_budget_used_bytes", .gauge, "Bytes counted against each budget in its current period.")
+        for (key, bytes) in engine.accounting.usage.bytes.sorted(by: { $0.key < $1.key }) {
+            text.sample("meterwise_budget_used_bytes", ["budget": key], bytes)
+        }
+        text.family("meterwise_job_paused_seconds", .gauge, "Time each unfinished job has spent paused by the policy.")
+        for status in jobs where !status.job.state.isFinal {
+            text.sample("meterwise_job_paused_seconds", ["job": status.job.id], status.pausedSeconds)
+        }
+        text.family("meterwise_primary_link_info", .gauge, "The primary uplink: its name, kind and whether the policy counts it metered.")
+        if let primary = snapshot.primary {
+            text.sample("meterwise_primary_link_info", [
+                "link": primary.name, "kind": primary.kind.rawValue, "metered": primaryMetered == true ? "true" : "false",
+            ], 1)
+        }
+        text.family("meterwise_decision_pass_seconds", .gauge, "How long the last pass deciding every job took.")
+        text.sample("meterwise_decision_pass_seconds", [:], pass.duration.seconds)
+        text.family("meterwise_decision_pass_jobs", .gauge, "Jobs the last pass decided.")
+        text.sample("meterwise_decision_pass_jobs", [:], pass.jobs)
+        return text.output
+    }
+
+    /// Builds exposition text: `# HELP`/`# TYPE` once per family, then its samples.
+    struct Text {
+        enum Kind: String { case gauge, counter }
+        private(set) var output = ""
+
+        mutating func family(_ name: String, _ kind: Kind, _ help: String) {
+            output += "# HELP \(name) \(help)\n# TYPE \(name) \(kind.rawValue)\n"
+        }
+
+        mutating func sample(_ name: String, _ labels: KeyValuePairs<String, String>, _ value: some CustomStringConvertible) {
+            output += name
+            if !labels.isEmpty {
+                output += "{" + labels.map { "\($0.key)=\"\(Self.escape($0.value))\"" }.joined(separator: ",") + "}"
+            }
+            output += " \(value)\n"
+        }
+
+        /// A label value as the format wants it: backslash, double quote and newline escaped (a link's
+        /// name may hold any of them).
+        static func escape(_ value: String) -> String {
+            var escaped = ""
+            for character in value {
+                switch character {
+                case "\\": escaped += "\\\\"
+                case "\"": escaped += "\\\""
+                case "\n": escaped += "\\n"
+                default: escaped.append(character)
+                }
+            }
+            return escaped
+        }
+    }
+}
