@@ -33,10 +33,16 @@ else
     scratch="$root/.build-release"
     flags=(--static-swift-stdlib)
 fi
+stage="$(mktemp -d -t meterwise-deb.XXXXXX)"
+trap 'rm -rf "$stage"' EXIT
 swift build -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --product meterwise
 # The man pages' plugin builds the product again: with the same flags that is the build just made.
 swift package -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --disable-sandbox \
-    plugin generate-manual --multi-page --configuration "$configuration" >/dev/null
+    plugin generate-manual --multi-page --configuration "$configuration" >/dev/null 2>"$stage/plugin.log" || {
+    cat "$stage/plugin.log" >&2
+    echo "deb.sh: the generate-manual plugin failed" >&2
+    exit 70
+}
 manuals="$scratch/plugins/GenerateManual/outputs/Meterwise"
 [ -f "$manuals/meterwise.1" ] || { echo "deb.sh: generate-manual wrote no meterwise.1 in $manuals" >&2; exit 70; }
 binary="$scratch/$configuration/meterwise"
@@ -47,8 +53,6 @@ case "$version" in
 esac
 arch="$(dpkg --print-architecture)"
 
-stage="$(mktemp -d -t meterwise-deb.XXXXXX)"
-trap 'rm -rf "$stage"' EXIT
 pkg="$stage/root"
 install -d -m 0755 "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/lib/systemd/system" "$pkg/usr/lib/systemd/user" \
     "$pkg/etc/meterwise/policies.d" "$pkg/usr/share/meterwise/drop-ins" "$pkg/usr/share/man/man1" \
@@ -117,14 +121,17 @@ Description: network-aware download engine that pauses on metered links
  it stopped when an allowed link returns. Policy files decide per job from the
  link's kind and metered-ness, time windows and data budgets.
  .
- Other tools ask it "may I download now?": `meterwise check` (for systemd's
+ Other tools ask it "may I download now?": meterwise check (for systemd's
  ExecCondition=, drop-ins for apt and fwupd in /usr/share/meterwise/drop-ins)
- and `meterwise run -- COMMAND`. The service is installed, not enabled:
+ and meterwise run -- COMMAND. The service is installed, not enabled:
  systemctl enable --now meterwise
 EOF
 (cd "$pkg" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$pkg/DEBIAN/md5sums"
 chmod 0644 "$pkg/DEBIAN/control" "$pkg/DEBIAN/conffiles" "$pkg/DEBIAN/md5sums"
 
 deb="$out/meterwise_${version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$pkg" "$deb" >/dev/null
+# xz for the real package; none for the quick check (the debug binary is large and goes nowhere).
+compression=xz
+[ "$configuration" = debug ] && compression=none
+dpkg-deb --root-owner-group "-Z$compression" --build "$pkg" "$deb" >/dev/null
 echo "$deb"

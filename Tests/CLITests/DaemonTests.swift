@@ -139,7 +139,8 @@ import Testing
     @Test func clientWithoutDaemonSaysWhatToDo() throws {
         let run = try BinaryRun.run(["list", "--socket", "/tmp/no-such-meterwise.sock"])
         #expect(run.status != 0)
-        #expect(run.stderr.contains("is `meterwise daemon` running?"), "\(run.stderr)")
+        #expect(run.stderr.contains("no control socket at /tmp/no-such-meterwise.sock: no daemon is running"), "\(run.stderr)")
+        #expect(run.stderr.contains("systemctl --user start meterwise"), "\(run.stderr)")
         // A file that is not a socket fails at once, instead of waiting for a connection timeout.
         let plain = FileManager.default.temporaryDirectory.appendingPathComponent("mw-not-a-socket-\(getpid())").path
         FileManager.default.createFile(atPath: plain, contents: Data("x".utf8))
