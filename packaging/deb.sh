@@ -2,7 +2,7 @@
 # Builds meterwise_VERSION_ARCH.deb into OUTDIR:
 #   bash packaging/deb.sh OUTDIR
 # A release build with the Swift standard library linked statically (in .build-release, kept apart from
-# the debug build), man pages from swift-argument-parser's generate-manual plugin, completions from
+# the debug build), man pages from swift-argument-parser's generate-manual, completions from
 # `meterwise --generate-completion-script`, the systemd units, the default policy as a conffile, the
 # ExecCondition= drop-ins (shipped, not enabled) and the docs. Dependencies come from dpkg-shlibdeps.
 # Installing the package runs no maintainer script: it never starts, stops or restarts a service.
@@ -36,21 +36,22 @@ fi
 stage="$(mktemp -d -t meterwise-deb.XXXXXX)"
 trap 'rm -rf "$stage"' EXIT
 swift build -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --product meterwise
-# The man pages' plugin builds the product again: with the same flags that is the build just made.
-swift package -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --disable-sandbox \
-    plugin generate-manual --multi-page --configuration "$configuration" >/dev/null 2>"$stage/plugin.log" || {
-    cat "$stage/plugin.log" >&2
-    echo "deb.sh: the generate-manual plugin failed" >&2
-    exit 70
-}
-manuals="$scratch/plugins/GenerateManual/outputs/Meterwise"
-[ -f "$manuals/meterwise.1" ] || { echo "deb.sh: generate-manual wrote no meterwise.1 in $manuals" >&2; exit 70; }
+# The man pages: swift-argument-parser's generate-manual (the tool behind its GenerateManual plugin), built
+# with the same flags so nothing else is rebuilt, run on the binary being shipped. (The plugin itself
+# would build every product again without the static stdlib: `swift package` has no such flag.)
+swift build -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --product generate-manual
 binary="$scratch/$configuration/meterwise"
 version="$("$binary" --version)"
 case "$version" in
     [0-9]*.[0-9]*) ;;
-    *) echo "deb.sh: '$binary --version' printed '$version', not a version" >&2; exit 70 ;;
+    *) echo "deb.sh: 'meterwise --version' printed '$version', not a version" >&2; exit 70 ;;
 esac
+manuals="$stage/manuals"
+mkdir -p "$manuals"
+# SOURCE_DATE_EPOCH (reproducible builds) or today.
+date="$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%d)"
+"$scratch/$configuration/generate-manual" "$binary" --multi-page --date "$date" --output-directory "$manuals"
+[ -f "$manuals/meterwise.1" ] || { echo "deb.sh: generate-manual wrote no meterwise.1 in $manuals" >&2; exit 70; }
 arch="$(dpkg --print-architecture)"
 
 pkg="$stage/root"
