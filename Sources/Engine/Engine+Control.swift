@@ -36,11 +36,22 @@ extension Engine {
             throw EngineError(.conflict, "\(whose) already downloads to \(spec.destination): choose another -o")
         }
         let id = id ?? Self.newID()
-        let record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
+        var record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
                                expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
                                allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
                                checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
                                ownerUID: asker.uid, ownerGID: asker.gid, maxSize: spec.maxSize, now: now)
+        record.caFile = spec.caFile
+        record.certFile = spec.certFile
+        record.keyFile = spec.keyFile
+        record.proxy = spec.proxy
+        // The TLS files and the proxy are checked now, so a mistake is said to whoever adds the job; they are
+        // read again (with the owner's rights) each time the transfer starts.
+        do {
+            _ = try connection(for: record)
+        } catch {
+            throw EngineError(.invalidRequest, error.message)
+        }
         try store.insert(record)
         jobs[id] = JobRuntime(record: record)
         order.append(id)

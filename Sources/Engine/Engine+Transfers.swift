@@ -15,7 +15,20 @@ extension Engine {
         if let existing = runtime.download {
             download = existing
         } else {
-            download = makeDownload(for: runtime.record)
+            let settings: (tls: TLSSettings, proxy: ProxySettings)
+            do {
+                settings = try connection(for: runtime.record)
+            } catch {
+                // A CA or key file the owner removed or can no longer read: the job fails with what to fix;
+                // `resume` tries again.
+                runtime.record.state = .failed
+                runtime.record.error = error.message
+                jobs[id] = runtime
+                persist(id)
+                events.publish(.failed(job: id, error.message))
+                return
+            }
+            download = makeDownload(for: runtime.record, tls: settings.tls, proxy: settings.proxy)
             runtime.download = download
             consumeEvents(id, download)
         }
@@ -66,7 +79,7 @@ extension Engine {
         commandSink.yield(.stopTransfer(download, cancel: cancel))
     }
 
-    func makeDownload(for record: JobRecord) -> Download {
+    func makeDownload(for record: JobRecord, tls: TLSSettings = .system, proxy: ProxySettings = .direct) -> Download {
         let accounting = self.accounting
         let id = record.id
         let sink = commandSink
@@ -82,6 +95,8 @@ extension Engine {
             })
         // The real size decides, before the body is read: a declared size was only a hint.
         request.admitTotal = { [weak self] total in await self?.admit(id, total: total) ?? false }
+        request.tls = tls
+        request.proxy = proxy
         configuration.tuneRequest(&request)
         // Jobs × segments stay within the client's connections per host, so no request waits for one.
         let perJob = max(1, TransferClient.perHostConnections / max(1, configuration.maxActive))

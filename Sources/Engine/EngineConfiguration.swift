@@ -19,6 +19,11 @@ public struct EngineConfiguration: Sendable {
     /// Finished jobs (completed, failed, cancelled) are deleted this long after they last changed; nil
     /// keeps them. Checked at start and whenever a job finishes, at most once a minute.
     public var retention: Duration? = .seconds(7 * 86_400)
+    /// The proxies of jobs that name none (the daemon's environment: https_proxy, http_proxy, no_proxy...).
+    public var proxy: ProxySettings = .direct
+    /// CAs trusted for every job besides the system's store (`daemon --ca-file`); a job's `ca_file`
+    /// replaces both.
+    public var caBundle: CABundle = .none
 
     public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
                 httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {

@@ -110,6 +110,11 @@ public final class JobStore: Sendable {
             try db.execute(sql: "ALTER TABLE job ADD COLUMN max_size INTEGER")
             try db.execute(sql: "ALTER TABLE job ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v5-tls-proxy") { db in
+            for column in ["ca_file", "cert_file", "key_file", "proxy"] {
+                try db.execute(sql: "ALTER TABLE job ADD COLUMN \(column) TEXT")
+            }
+        }
         return migrator
     }
 

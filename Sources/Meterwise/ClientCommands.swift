@@ -44,9 +44,25 @@ struct AddCommand: AsyncParsableCommand {
     @Option(help: "The largest object to accept (e.g. 2GiB); a bigger one fails the job instead of filling the disk.")
     var maxSize: String?
 
+    @Option(name: .customLong("cacert"), help: ArgumentHelp(
+        "Trust only the CA certificates in this PEM file for the job's https server (the daemon reads it as you).",
+        valueName: "file"))
+    var caFile: String?
+
+    @Option(name: .customLong("cert"), help: ArgumentHelp("A client certificate (PEM) for the job (mTLS).", valueName: "file"))
+    var certFile: String?
+
+    @Option(name: .customLong("key"), help: ArgumentHelp("The client certificate's private key (PEM).", valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp(
+        "The job's proxy (http://HOST:PORT); \"\" connects directly. Default: the daemon's environment.", valueName: "url"))
+    var proxy: String?
+
     @OptionGroup var client: ClientOptions
 
     func validate() throws {
+        if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both.") }
         if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
         if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("bad --max-size \(maxSize): \(Units.bytesHint)") }
         if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
@@ -59,10 +75,12 @@ struct AddCommand: AsyncParsableCommand {
         let output = self.output ?? OutputName.from(url: url) ?? ""
         // Absolute, but not normalised here: the daemon resolves `..` and symlinks as the kernel does, with
         // this user's rights.
-        let destination = output.hasPrefix("/") ? output : FileManager.default.currentDirectoryPath + "/" + output
+        let absolute = { (path: String) in path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path }
+        let destination = absolute(output)
         let spec = JobSpec(url: url, destination: destination, sha256: sha256.flatMap(ExpectedSHA256.parse),
                            size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
-                           maxSize: maxSize.flatMap(Units.parseBytes))
+                           maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
+                           certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {

@@ -8,6 +8,7 @@ import Logging
 import NetlinkLinks
 import Policy
 import ServiceLifecycle
+import Transfer
 
 /// `meterwise daemon`: the engine, the job store and the control API, until SIGTERM.
 struct DaemonCommand: AsyncParsableCommand {
@@ -55,6 +56,12 @@ struct DaemonCommand: AsyncParsableCommand {
 
     @Option(help: "Delete finished jobs (completed, failed, cancelled) this long after they last changed, e.g. 7d or 12h; 0 keeps them.")
     var retention: String = "7d"
+
+    @Option(help: ArgumentHelp(
+        "CA certificates (PEM) trusted for every job besides the system's store; a job's ca_file replaces both.",
+        discussion: "Read once at start. Proxies come from the environment (https_proxy, http_proxy, all_proxy, no_proxy; systemd's Environment=) or per job (docs/api.md).",
+        valueName: "file"))
+    var caFile: String?
 
     @Option(help: ArgumentHelp(
         "Serve the Prometheus metrics on GET /metrics at this TCP address.",
@@ -117,6 +124,14 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         // One daemon per state directory: a second one stops here, before it touches the socket or the store.
         let stateLock = try StateLock.acquire(stateDirectory)
+        let caBundle: CABundle
+        let proxy: ProxySettings
+        do throws(TransferError) {
+            caBundle = try caFile.map(CABundle.load) ?? .none
+            proxy = try ProxySettings.environment(ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.message)
+        }
         let store = try JobStore(path: stateDirectory + "/jobs.sqlite")
         var engineLogger = Logger(label: "meterwise.engine")
         engineLogger.logLevel = logger.logLevel
@@ -125,6 +140,8 @@ struct DaemonCommand: AsyncParsableCommand {
             configuration: {
                 var c = EngineConfiguration(maxActive: maxActive, canBind: scenario == nil)
                 c.retention = retentionPeriod ?? nil
+                c.caBundle = caBundle
+                c.proxy = proxy
                 return c
             }(), logger: engineLogger)
         logger.info("meterwise \(Meterwise.version) daemon: state \(stateDirectory), socket \(socketPath), policy \(policySource)")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ConfigKit
 import Dispatch
+import Foundation
 import Logging
 import Synchronization
 import Transfer
@@ -19,7 +20,10 @@ struct GetCommand: AsyncParsableCommand {
             SIGINT and SIGTERM pause: the checkpoint is flushed and the exit code is 130 or 143. \
             Exit codes: 0 done, 64 usage, 65 sha256 mismatch, 69 server or network failure, \
             73 output exists (use --force), 74 file system error, over --max-size or not enough free space, \
-            75 another download writes the same output, 77 a file there is not yours, 130/143 paused by a signal.
+            75 another download writes the same output, 77 a file there is not yours, 130/143 paused by a signal, \
+            60 a TLS certificate failure (untrusted, expired, wrong host, client certificate), \
+            66 a --cacert/--capath/--cert/--key file cannot be used. \
+            Proxies: https_proxy, http_proxy, all_proxy and no_proxy as curl reads them, or --proxy / --no-proxy.
             """
     )
 
@@ -65,6 +69,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Checkpoint after this many bytes per segment (default 4MiB).", visibility: .hidden))
     var checkpointEvery: String?
 
+    @OptionGroup(title: "TLS and proxies")
+    var connection: ConnectionOptions
+
     func validate() throws {
         if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
         if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
@@ -96,12 +103,21 @@ struct GetCommand: AsyncParsableCommand {
         request.maxSize = maxSize.flatMap(Units.parseBytes)
         request.lowSpeedLimit = Units.parseBytes(speedLimit) ?? 1024
         request.lowSpeedTime = .seconds(speedTime)
+        let shownURL = RedactedURL.redact(url)
+        do throws(TransferError) {
+            request.tls = try connection.tls()
+            request.proxy = try connection.proxySettings()
+        } catch {
+            ProgressPrinter(mode: json ? .json : .plain, url: shownURL, destination: request.destination).print(.failed(error))
+            if !json { FileHandle.standardError.write(Data("meterwise get: \(error.message)\n".utf8)) }
+            throw ExitCode(Self.exitCode(for: error.code))
+        }
         var logger = Logger(label: "meterwise.get")
         logger.logLevel = .warning  // the printer reports progress; info logs would repeat it
         let download = Download(request: request, logger: logger)
         let printer = ProgressPrinter(
             mode: json ? .json : (isatty(STDERR_FILENO) == 1 ? .tty : .plain),
-            url: RedactedURL.redact(url), destination: request.destination
+            url: shownURL, destination: request.destination, proxy: request.proxy.server(for: url)?.description
         )
         let signals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { signals.stop() }
@@ -184,6 +200,9 @@ struct GetCommand: AsyncParsableCommand {
         case .permission: return 77
         case .outputBusy: return 75
         case .tooLarge: return 74
+        case .tls: return 60
+        case .tlsSetup: return 66
+        case .proxy: return 69
         }
     }
 }

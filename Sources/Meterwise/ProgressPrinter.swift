@@ -14,12 +14,15 @@ final class ProgressPrinter: Sendable {
     let mode: Mode
     let url: String
     let destination: String
+    /// The proxy requests go through (its URL, password redacted); nil when direct.
+    let proxy: String?
     private let last = Mutex<(time: Double, barShown: Bool)>((-10, false))
 
-    init(mode: Mode, url: String, destination: String) {
+    init(mode: Mode, url: String, destination: String, proxy: String? = nil) {
         self.mode = mode
         self.url = url
         self.destination = destination
+        self.proxy = proxy
     }
 
     static func now() -> Double {
@@ -75,7 +78,8 @@ final class ProgressPrinter: Sendable {
         case .started(let total, let resumed, let segments):
             let size = total.map(Units.formatBytes) ?? "unknown size"
             let from = resumed > 0 ? ", resuming at \(Units.formatBytes(resumed))" : ""
-            line("Downloading \(url) -> \(destination) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))")
+            let via = proxy.map { " via the proxy \($0)" } ?? ""
+            line("Downloading \(url) -> \(destination)\(via) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))")
         case .progress(let p):
             if mode == .tty {
                 guard due(every: 0.1) else { return false }
@@ -143,7 +147,8 @@ final class ProgressPrinter: Sendable {
         switch event {
         case .started(let total, let resumed, let segments):
             fields = [("event", .string("started")), ("total_bytes", total.map { .int($0) } ?? .null),
-                      ("resumed_bytes", .int(resumed)), ("segments", .int(Int64(segments)))]
+                      ("resumed_bytes", .int(resumed)), ("segments", .int(Int64(segments))),
+                      ("proxy", proxy.map { .string($0) } ?? .null)]
         case .progress(let p):
             guard due(every: 0.5) else { return false }
             fields = [("event", .string("progress"))] + progressFields(p)
@@ -166,7 +171,8 @@ final class ProgressPrinter: Sendable {
                 + (r.sha256.map { [("sha256", .string($0))] } ?? [])
                 + [("total_bytes", .int(r.totalBytes)),
                       ("bytes_fetched", .int(r.bytesFetched)), ("refetched_bytes", .int(r.refetchedBytes)),
-                      ("resumed_bytes", .int(r.resumedBytes)), ("discarded_bytes", .int(r.discardedBytes))]
+                      ("resumed_bytes", .int(r.resumedBytes)), ("discarded_bytes", .int(r.discardedBytes)),
+                      ("proxy", proxy.map { .string($0) } ?? .null)]
             terminal = true
         case .cancelled:
             fields = [("event", .string("cancelled")), ("state", .string("cancelled"))]

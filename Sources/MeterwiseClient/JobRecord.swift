@@ -53,6 +53,12 @@ public struct JobRecord: Sendable, Codable, Hashable {
     /// How many times in a row the daemon died while this job's transfer ran without saving progress;
     /// at 2 the job is failed instead of taking the daemon down again.
     public var interruptions: Int
+    /// TLS files (read with the owner's rights each time the transfer starts) and the proxy of the job;
+    /// see `JobSpec`.
+    public var caFile: String?
+    public var certFile: String?
+    public var keyFile: String?
+    public var proxy: String?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -64,6 +70,7 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case bytesFetched = "bytes_fetched", refetchedBytes = "refetched_bytes", checkpointPath = "checkpoint_path"
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
         case maxSize = "max_size", interruptions
+        case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy
     }
 
     public init(id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,

@@ -14,10 +14,18 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public var segments: Int?
     /// The largest object accepted: a bigger one fails the job instead of filling the disk.
     public var maxSize: Int64?
+    /// A PEM file of the only CAs trusted for this job's https server (read with the asking user's rights).
+    public var caFile: String?
+    /// A client certificate and its key (PEM) for servers that require one (mTLS).
+    public var certFile: String?
+    public var keyFile: String?
+    /// The proxy for this job (`http://HOST:PORT`); `""` connects directly; nil uses the daemon's.
+    public var proxy: String?
 
     public init(url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
                 priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
-                segments: Int? = nil, maxSize: Int64? = nil) {
+                segments: Int? = nil, maxSize: Int64? = nil, caFile: String? = nil, certFile: String? = nil,
+                keyFile: String? = nil, proxy: String? = nil) {
         self.url = url
         self.destination = destination
         self.headURL = headURL
@@ -29,6 +37,10 @@ public struct JobSpec: Sendable, Codable, Hashable {
         self.allowRoaming = allowRoaming
         self.segments = segments
         self.maxSize = maxSize
+        self.caFile = caFile
+        self.certFile = certFile
+        self.keyFile = keyFile
+        self.proxy = proxy
     }
 
     /// Nil when every optional field is within bounds; otherwise what to fix. (The URL, the sha256 and the
@@ -44,6 +56,13 @@ public struct JobSpec: Sendable, Codable, Hashable {
         if let headURL, headURL.utf8.count > 16384 { return "head_url is longer than 16 KiB" }
         if url.utf8.count > 16384 { return "url is longer than 16 KiB" }
         if destination.utf8.count > 4096 { return "destination is longer than 4096 bytes" }
+        for (key, path) in [("ca_file", caFile), ("cert_file", certFile), ("key_file", keyFile)] {
+            guard let path else { continue }
+            if !path.hasPrefix("/") { return "\(key) must be an absolute path" }
+            if path.utf8.count > 4096 { return "\(key) is longer than 4096 bytes" }
+        }
+        if (certFile == nil) != (keyFile == nil) { return "cert_file and key_file go together: give both or neither" }
+        if let proxy, proxy.utf8.count > 4096 { return "proxy is longer than 4096 bytes" }
         // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
         if destination.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
             return "destination contains control characters; rename it"
@@ -55,6 +74,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public enum CodingKeys: String, CodingKey, CaseIterable {
         case url, destination, sha256, size, priority, tags, segments
         case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming", maxSize = "max_size"
+        case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy
     }
 
     /// Only `url` and `destination` are required; everything else has its default. A key this version does
@@ -79,7 +99,11 @@ public struct JobSpec: Sendable, Codable, Hashable {
             allowMetered: try c.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? false,
             allowRoaming: try c.decodeIfPresent(Bool.self, forKey: .allowRoaming),
             segments: try c.decodeIfPresent(Int.self, forKey: .segments),
-            maxSize: try c.decodeIfPresent(Int64.self, forKey: .maxSize))
+            maxSize: try c.decodeIfPresent(Int64.self, forKey: .maxSize),
+            caFile: try c.decodeIfPresent(String.self, forKey: .caFile),
+            certFile: try c.decodeIfPresent(String.self, forKey: .certFile),
+            keyFile: try c.decodeIfPresent(String.self, forKey: .keyFile),
+            proxy: try c.decodeIfPresent(String.self, forKey: .proxy))
     }
 }
 

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A small HTTP/1.1 server for byte ranges, with fault injection: the tests' peer and the demo's
@@ -20,12 +21,15 @@ public final class RangeServer: Sendable {
     public let port: Int
     /// The bound host.
     public let host: String
+    /// Whether it speaks TLS (https URLs).
+    public let isTLS: Bool
     let channel: any Channel
     let state: Mutex<State>
 
-    init(channel: any Channel, host: String, port: Int, content: RangeContent, faults: [RangeFault]) {
+    init(channel: any Channel, host: String, port: Int, isTLS: Bool, content: RangeContent, faults: [RangeFault]) {
         self.channel = channel
         self.host = host
+        self.isTLS = isTLS
         self.port = port
         self.state = Mutex(State(content: content, faults: faults.map { ($0, Self.initialCount($0)) }))
     }
@@ -40,17 +44,21 @@ public final class RangeServer: Sendable {
         }
     }
 
-    /// Starts a server on `host:port` (0: any free port) serving `content`, with `faults` injected.
+    /// Starts a server on `host:port` (0: any free port) serving `content`, with `faults` injected; with
+    /// `tls`, it speaks https (a server configuration: certificate, key, and client verification for mTLS).
     public static func start(
-        host: String = "127.0.0.1", port: Int = 0, content: RangeContent, faults: [RangeFault] = []
+        host: String = "127.0.0.1", port: Int = 0, content: RangeContent, faults: [RangeFault] = [],
+        tls: TLSConfiguration? = nil
     ) async throws -> RangeServer {
         let box = ServerBox()
+        let context = try tls.map { try NIOSSLContext(configuration: $0) }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let context { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(RangeHandler(box: box))
                 }
@@ -58,7 +66,8 @@ public final class RangeServer: Sendable {
             .bind(host: host, port: port)
             .get()
         let server = RangeServer(
-            channel: channel, host: host, port: channel.localAddress?.port ?? port, content: content, faults: faults
+            channel: channel, host: host, port: channel.localAddress?.port ?? port, isTLS: tls != nil, content: content,
+            faults: faults
         )
         box.server.withLock { $0 = server }
         return server
@@ -67,7 +76,7 @@ public final class RangeServer: Sendable {
     /// The URL of `path` on this server.
     public func url(_ path: String = "/file") -> String {
         let h = host.contains(":") ? "[\(host)]" : host
-        return "http://\(h):\(port)\(path)"
+        return "\(isTLS ? "https" : "http")://\(h):\(port)\(path)"
     }
 
     /// Replaces the object (its ETag changes with it).

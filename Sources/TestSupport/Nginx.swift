@@ -21,9 +21,13 @@ public final class Nginx: @unchecked Sendable {
         binary == nil ? "nginx is not installed (apt-get install nginx-light; CI installs it)" : nil
     }
 
+    /// Whether it listens with TLS (`https` URLs).
+    public let isTLS: Bool
+
     /// Starts nginx serving `root`; `location` directives go inside `location / { }` (e.g.
-    /// `max_ranges 0;` to ignore Range, `limit_rate 8m;` to slow it down).
-    public init(root: String, location: String = "") throws {
+    /// `max_ranges 0;` to ignore Range, `limit_rate 8m;` to slow it down). With `tls`, it listens with
+    /// `ssl` and `tls` goes into the server block (`ssl_certificate ...; ssl_verify_client on; ...`).
+    public init(root: String, location: String = "", tls: String? = nil) throws {
         guard let binary = Self.binary else {
             throw NginxError(message: Self.unavailableReason!)
         }
@@ -49,7 +53,8 @@ public final class Nginx: @unchecked Sendable {
                 sendfile on;
                 tcp_nopush on;
                 server {
-                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                    \(tls ?? "")
                     root \(root);
                     location / { \(location) }
                 }
@@ -66,11 +71,12 @@ public final class Nginx: @unchecked Sendable {
         self.port = port
         self.root = root
         self.prefix = prefix
+        self.isTLS = tls != nil
         try waitUntilListening()
     }
 
     /// The URL of `path` (starting with /).
-    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    public func url(_ path: String) -> String { "\(isTLS ? "https" : "http")://127.0.0.1:\(port)\(path)" }
 
     /// Stops nginx and removes its prefix. nginx is killed (SIGKILL): a child of a test process may
     /// inherit a signal mask that blocks SIGTERM, and single-process nginx never unblocks it.

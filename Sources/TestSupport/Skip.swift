@@ -20,6 +20,10 @@ public enum TestNeeds {
     }()
     /// Why tests that mount a small tmpfs (root) cannot run here.
     public static let rootUnavailable: String? = geteuid() == 0 ? nil : "needs root to mount a small tmpfs (CI runs as root)"
+    /// Why TLS tests (a CA made with openssl) cannot run here, or nil when they can.
+    public static let opensslUnavailable: String? = TestPKI.unavailableReason
+    /// Why tests through a real proxy cannot run here, or nil when they can.
+    public static let proxyUnavailable: String? = Tinyproxy.unavailableReason
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -53,6 +57,16 @@ extension Trait where Self == ConditionTrait {
     /// Needs root (a tmpfs mount for disk-full tests).
     public static var needsRoot: Self {
         .enabled(if: TestNeeds.rootUnavailable == nil, Comment(rawValue: "root: \(TestNeeds.rootUnavailable ?? "")"))
+    }
+
+    /// Needs openssl, to make a CA for the TLS tests.
+    public static var needsOpenSSL: Self {
+        .enabled(if: TestNeeds.opensslUnavailable == nil, Comment(rawValue: "openssl: \(TestNeeds.opensslUnavailable ?? "")"))
+    }
+
+    /// Needs tinyproxy, a real HTTP proxy.
+    public static var needsProxy: Self {
+        .enabled(if: TestNeeds.proxyUnavailable == nil, Comment(rawValue: "proxy: \(TestNeeds.proxyUnavailable ?? "")"))
     }
 
     /// Needs the built `meterwise` binary.

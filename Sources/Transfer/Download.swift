@@ -148,7 +148,9 @@ public final class Download: Sendable {
             let connections = ConnectionTap()
             let own = HTTPClient(
                 eventLoopGroupProvider: .singleton,
-                configuration: TransferClient.configuration(noProgressTimeout: request.noProgressTimeout, tap: connections)
+                configuration: TransferClient.configuration(
+                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: request.proxy.server(for: request.url),
+                    tap: connections)
             )
             ownClient = own
             client = own

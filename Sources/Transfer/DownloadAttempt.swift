@@ -230,7 +230,9 @@ extension DownloadRun {
                     // Waiting for a free connection is not the server failing: it never counts as a retry.
                     return .retry(after: nil, reason: "waiting for a free connection", progressed: true)
                 }
-                return .retry(after: nil, reason: "the request failed: \(FailureText.describe(error))", progressed: false)
+                if let permanent = await permanentFailure(error, url: url) { return .end(.failed(permanent)) }
+                let via = proxy.map { " through the proxy \($0)" } ?? ""
+                return .retry(after: nil, reason: "the request\(via) failed: \(FailureText.describe(error))", progressed: false)
             }
             let head = ResponseHead(response)
             board.addHead(bytes: Self.headBytes(response))
@@ -268,6 +270,9 @@ extension DownloadRun {
             case .retry(let after, let reason):
                 return .retry(after: after, reason: reason, progressed: false)
             case .fail(let error):
+                if head.status == 400, let refusal = await clientCertificateRefusal(response.body, url: url) {
+                    return .end(.failed(refusal))
+                }
                 return .end(.failed(error))
             }
         }

@@ -49,6 +49,11 @@ public struct DownloadRequest: Sendable {
     /// Whose rights the download's files are created, opened and renamed with (the daemon sets the user who
     /// asked); nil is the process's own.
     public var identity: FileIdentity?
+    /// Whom https servers are verified against and which client certificate is shown (the system's CA
+    /// store and none by default).
+    public var tls: TLSSettings = .system
+    /// Which proxy requests go through (none by default; `get` reads the environment).
+    public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link
     /// accounting). Must be cheap and must not block.
     public var onBytes: (@Sendable (Int) -> Void)?

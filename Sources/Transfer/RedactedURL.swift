@@ -45,28 +45,15 @@ public enum DownloadURL {
         guard !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
             return "\(shown) contains spaces or control characters; percent-encode them (%20)"
         }
-        var rest = Substring(url.dropFirst(scheme.count + 1))
-        guard rest.hasPrefix("//") else { return "\(shown) has no host; write \(scheme)://HOST/PATH" }
-        rest = rest.dropFirst(2)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
-        var host = Substring(hostPort)
-        var port: Substring?
-        if hostPort.hasPrefix("[") {
-            guard let close = hostPort.firstIndex(of: "]") else { return "\(shown) has an unclosed IPv6 address" }
-            host = hostPort[...close]
-            let after = hostPort[hostPort.index(after: close)...]
-            if after.hasPrefix(":") { port = after.dropFirst() } else if !after.isEmpty {
-                return "\(shown) has text after its IPv6 address"
+        switch URLAuthority.parse(url) {
+        case .success: break
+        case .failure(let problem):
+            switch problem {
+            case .noHost: return "\(shown) has no host; write \(scheme)://HOST/PATH"
+            case .unclosedIPv6: return "\(shown) has an unclosed IPv6 address"
+            case .textAfterIPv6: return "\(shown) has text after its IPv6 address"
+            case .badPort(let port): return "\(shown) has the port \"\(port)\"; a port is a number from 1 to 65535"
             }
-        } else if let colon = hostPort.lastIndex(of: ":") {
-            host = hostPort[..<colon]
-            port = hostPort[hostPort.index(after: colon)...]
-        }
-        guard host.count > (host.hasPrefix("[") ? 2 : 0) else { return "\(shown) has no host; write \(scheme)://HOST/PATH" }
-        if let port {
-            guard !port.isEmpty, port.count <= 5, port.allSatisfy(\.isASCII), let number = Int(port), (1...65535).contains(number)
-            else { return "\(shown) has the port \"\(port)\"; a port is a number from 1 to 65535" }
         }
         return nil
     }

@@ -12,19 +12,26 @@ public enum TransferClient {
     /// A configuration for downloads: TLS verification on (the default), redirects handled by the
     /// downloader (at most 10, https -> http refused), no decompression, HTTP/1.1 (one connection per
     /// segment), 128 KiB receive buffers, and a read timeout as the no-progress timeout.
-    public static func configuration(noProgressTimeout: Duration = .seconds(30)) -> HTTPClient.Configuration {
-        configuration(noProgressTimeout: noProgressTimeout, tap: nil)
+    public static func configuration(
+        noProgressTimeout: Duration = .seconds(30), tls: TLSSettings = .system, proxy: ProxyServer? = nil
+    ) -> HTTPClient.Configuration {
+        configuration(noProgressTimeout: noProgressTimeout, tls: tls, proxy: proxy, tap: nil)
     }
 
     /// The same, with every connection registered in `tap` (a download's own client).
-    static func configuration(noProgressTimeout: Duration, tap: ConnectionTap?) -> HTTPClient.Configuration {
+    static func configuration(noProgressTimeout: Duration, tls: TLSSettings, proxy: ProxyServer?, tap: ConnectionTap?) -> HTTPClient.Configuration {
         var c = HTTPClient.Configuration()
+        c.tlsConfiguration = tls.configuration
+        c.proxy = proxy.map(Self.proxy)
         c.redirectConfiguration = .disallow
         c.decompression = .disabled
         c.httpVersion = .http1Only
         // One connection per segment: room for `perHostConnections` segments to one host at once (the
         // engine keeps jobs × segments within it), so no request waits in the pool.
         c.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: perHostConnections)
+        // A connection that cannot be made fails its request at once: the downloader retries with its own
+        // back-off (and says why), and a TLS failure is reported in a moment, not after the connect timeout.
+        c.connectionPool.retryConnectionEstablishment = false
         let ms = Int64(noProgressTimeout.secondsDouble * 1000)
         c.timeout = .init(connect: .seconds(15), read: .milliseconds(max(ms, 100)))
         c.http1_1ConnectionDebugInitializer = { channel in
@@ -38,4 +45,14 @@ public enum TransferClient {
         return c
     }
 
+    /// The HTTP client's form of a proxy.
+    static func proxy(_ server: ProxyServer) -> HTTPClient.Configuration.Proxy {
+        switch server.kind {
+        case .http:
+            let authorization = server.username.map { HTTPClient.Authorization.basic(username: $0, password: server.password ?? "") }
+            return .server(host: server.host, port: server.port, authorization: authorization)
+        case .socks5:
+            return .socksServer(host: server.host, port: server.port)
+        }
+    }
 }

@@ -35,6 +35,13 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         case outputBusy = "output_busy"
         /// The object is larger than the maximum size asked for, or than the free space.
         case tooLarge = "too_large"
+        /// A TLS failure retrying cannot fix: the server's certificate did not verify (untrusted issuer,
+        /// expired, another host's), or the server wants or refused a client certificate.
+        case tls
+        /// A CA, certificate or key file given for TLS cannot be read or used.
+        case tlsSetup = "tls_setup"
+        /// The proxy refused to carry the request (it wants credentials, or refused the tunnel).
+        case proxy
     }
 
     /// What kind of failure this is.

@@ -1,0 +1,20 @@
+import MeterwiseClient
+import Transfer
+
+extension Engine {
+    /// A job's TLS settings and proxy: its CA and client certificate files read with its owner's rights
+    /// (never the daemon's), the daemon's CA bundle when the job names no CA, and its proxy — its own, none
+    /// for `""`, else the daemon's (whose no_proxy list applies to a job's proxy too).
+    func connection(for record: JobRecord) throws(TransferError) -> (tls: TLSSettings, proxy: ProxySettings) {
+        let tls = try TLSSettings.load(
+            caFile: record.caFile, certFile: record.certFile, keyFile: record.keyFile, extraTrust: configuration.caBundle,
+            identity: record.owner.identity, names: .api)
+        let proxy: ProxySettings
+        switch record.proxy {
+        case nil: proxy = configuration.proxy
+        case ""?: proxy = .direct
+        case let text?: proxy = configuration.proxy.replacingProxies(with: try ProxyServer.parse(text, origin: "proxy"))
+        }
+        return (tls, proxy)
+    }
+}

@@ -1,0 +1,57 @@
+import AsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Failures of a request that no retry can fix: a TLS certificate that does not verify, a server that
+/// wants a client certificate, a proxy that wants credentials. The download fails at once with what to do.
+extension DownloadRun {
+    /// The proxy this download's requests go through, nil when direct.
+    var proxy: ProxyServer? { request.proxy.server(for: request.url) }
+
+    /// The failure `error` stands for when retrying cannot fix it; nil for the retryable rest.
+    func permanentFailure(_ error: any Error, url: String) async -> TransferError? {
+        if let client = error as? HTTPClientError, client == .proxyAuthenticationRequired {
+            let shown = proxy.map { "The proxy \($0)" } ?? "The proxy"
+            return TransferError(
+                .proxy, "\(shown) asks for a user name and password (407); put them in the proxy URL: http://USER:PASSWORD@HOST:PORT.")
+        }
+        guard let failure = TLSFailure.classify(error), case .success(let authority) = URLAuthority.parse(url) else { return nil }
+        logger.debug("TLS failure", metadata: ["error": "\(String(reflecting: error))", "url": "\(RedactedURL.redact(url))"])
+        var facts: CertificateFacts?
+        // The probe connects directly: through a proxy it would see another path than the download's.
+        if failure == .serverCertificate || failure == .hostName, proxy == nil {
+            facts = await CertificateProbe.facts(host: authority.host, port: authority.effectivePort)
+        }
+        let message = TLSFailureText.message(
+            failure, host: authority.host, port: authority.effectivePort, facts: facts, settings: request.tls, proxy: proxy,
+            now: Int64(time(nil)))
+        return TransferError(.tls, message)
+    }
+
+    /// A 400 over https whose page says the server wanted a client certificate (nginx's `ssl_verify_client`
+    /// answers so instead of refusing the handshake) as the TLS failure it is; nil for any other 400.
+    func clientCertificateRefusal(_ body: HTTPClientResponse.Body, url: String) async -> TransferError? {
+        guard case .success(let authority) = URLAuthority.parse(url), authority.scheme == "https" else { return nil }
+        var text = ""
+        do {
+            for try await buffer in body {
+                text += String(decoding: buffer.readableBytesView.prefix(4096), as: UTF8.self)
+                if text.utf8.count >= 4096 { break }
+            }
+        } catch {}
+        let failure: TLSFailure
+        if text.contains("No required SSL certificate was sent") {
+            failure = .clientCertificateRequired
+        } else if text.contains("SSL certificate error") {
+            failure = .clientCertificateRefused("the server answered 400: SSL certificate error")
+        } else {
+            return nil
+        }
+        return TransferError(
+            .tls,
+            TLSFailureText.message(
+                failure, host: authority.host, port: authority.effectivePort, facts: nil, settings: request.tls, proxy: proxy,
+                now: Int64(time(nil))))
+    }
+}

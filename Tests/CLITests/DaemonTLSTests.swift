@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// TLS and proxies for daemon jobs: a certificate failure fails the job at once with what to fix, and
+/// `resume` tries again once trust is fixed; a job's CA file is read with its owner's rights.
+@Suite(.serialized, .needsOpenSSL, .needsBinary)
+struct DaemonTLSTests {
+    static func job(_ daemon: DaemonProcess, _ id: String) throws -> [String: Any]? {
+        try daemon.jobs().lazy.compactMap { $0["job"] as? [String: Any] }.first { $0["id"] as? String == id }
+    }
+
+    @Test func untrustedJobFailsWithTheFixAndResumesOnceTrusted() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let base = URL(fileURLWithPath: NSTemporaryDirectory() + "mw-dtls-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let content = RangeContent.generated(size: 2 << 20, seed: 9)
+        let server = try await RangeServer.start(content: content, tls: try pki.serverTLS())
+        defer { Task { try? await server.shutdown() } }
+        let trust = base.appendingPathComponent("trust.pem").path
+        try FileManager.default.copyItem(atPath: pki.path("other-ca.crt"), toPath: trust)
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
+        let daemon = try DaemonProcess(directory: base, scenario: scenario)
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+
+        let out = base.appendingPathComponent("out.bin").path
+        let add = try daemon.cli(["add", server.url(), "-o", out, "--cacert", trust, "--json"])
+        #expect(add.status == 0, "\(add.stderr)")
+        let added = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
+        let id = try #require((added?["job"] as? [String: Any])?["id"] as? String)
+        #expect(await eventually(timeout: .seconds(10)) { (try? Self.job(daemon, id))??["state"] as? String == "failed" })
+        let failed = try #require(try Self.job(daemon, id))
+        let error = failed["error"] as? String ?? ""
+        #expect(error.contains("not signed by the CAs of ca_file \(trust)"), "\(error)")
+        // Failed at once: one TLS handshake, no HTTP request, no retry as an outage.
+        #expect(server.requestCount == 0)
+
+        // The user fixes trust and resumes.
+        try FileManager.default.removeItem(atPath: trust)
+        try FileManager.default.copyItem(atPath: pki.path("ca.crt"), toPath: trust)
+        let resume = try daemon.cli(["resume", id])
+        #expect(resume.status == 0, "\(resume.stderr)")
+        #expect(await eventually(timeout: .seconds(20)) { (try? Self.job(daemon, id))??["state"] as? String == "completed" })
+        #expect(try SecurityTests.sha256(out) == content.sha256Hex())
+    }
+
+    @Test(.needsOtherUser) func aJobsCAFileIsReadWithItsOwnersRights() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let (base, rootOnly, shared) = try SecurityTests.directories()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let secret = rootOnly.appendingPathComponent("ca.pem").path
+        try FileManager.default.copyItem(atPath: pki.path("ca.crt"), toPath: secret)
+        chmod(secret, 0o600)
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
+        let daemon = try DaemonProcess(directory: base, scenario: scenario, extra: ["--group", "nogroup"])
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+        let refused = try daemon.cliAsNobody([
+            "add", "https://127.0.0.1:9/x.bin", "-o", shared.appendingPathComponent("x.bin").path, "--cacert", secret,
+        ])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("ca_file \(secret) cannot be read as uid \(SecurityTests.nobody)"), "\(refused.stderr)")
+        // Root may use the same file for its own job.
+        let mine = try daemon.cli(["add", "https://127.0.0.1:9/y.bin", "-o", rootOnly.appendingPathComponent("y.bin").path,
+                                   "--cacert", secret])
+        #expect(mine.status == 0, "\(mine.stderr)")
+    }
+}

@@ -1,0 +1,87 @@
+import Testing
+@testable import Transfer
+
+/// Proxies from the environment as curl reads them, `no_proxy` matching, and proxy URLs.
+struct ProxySettingsTests {
+    @Test(arguments: [
+        // (no_proxy, host, direct?)
+        ("example.com", "example.com", true),
+        ("example.com", "www.example.com", true),
+        (".example.com", "www.example.com", true),
+        (".example.com", "example.com", true),
+        ("example.com", "notexample.com", false),
+        ("example.com:8080", "example.com", true),
+        ("*", "anything.at.all", true),
+        ("127.0.0.1", "127.0.0.1", true),
+        ("127.0.0.1", "127.0.0.2", false),
+        ("10.0.0.0/8", "10.200.3.4", true),
+        ("10.0.0.0/8", "11.0.0.1", false),
+        ("192.168.1.0/24, fd00::/8", "fd12::1", true),
+        ("192.168.1.0/24,fd00::/8", "fe80::1", false),
+        ("[::1]", "::1", true),
+        ("localhost", "127.0.0.1", false),
+        ("  ", "example.com", false),
+        ("EXAMPLE.com", "Www.Example.COM.", true),
+    ])
+    func noProxyMatches(list: String, host: String, direct: Bool) {
+        #expect(NoProxy(list).matches(host: host) == direct)
+    }
+
+    @Test func environmentIsReadAsCurlReadsIt() throws {
+        let settings = try ProxySettings.environment([
+            "https_proxy": "http://proxy.corp:3128", "HTTPS_PROXY": "http://ignored:1",
+            "HTTP_PROXY": "http://never-for-http:1", "all_proxy": "socks5h://socks.corp",
+            "no_proxy": "internal.corp,10.0.0.0/8",
+        ])
+        #expect(settings.server(for: "https://cdn.example.com/a.iso") == ProxyServer(kind: .http, host: "proxy.corp", port: 3128))
+        // Upper-case HTTP_PROXY is ignored (httpoxy): http falls back to all_proxy.
+        #expect(settings.server(for: "http://cdn.example.com/a") == ProxyServer(kind: .socks5, host: "socks.corp", port: 1080))
+        #expect(settings.server(for: "https://updates.internal.corp/x") == nil)
+        #expect(settings.server(for: "https://10.1.2.3/x") == nil)
+        #expect(try ProxySettings.environment([:]).server(for: "https://example.com/") == nil)
+        #expect(try ProxySettings.environment(["https_proxy": ""]).server(for: "https://example.com/") == nil)
+    }
+
+    @Test func commandLineProxyKeepsNoProxy() throws {
+        let env = try ProxySettings.environment(["no_proxy": "127.0.0.1"])
+        let settings = env.replacingProxies(with: try ProxyServer.parse("127.0.0.1:18888", origin: "--proxy"))
+        #expect(settings.server(for: "http://example.com/f")?.port == 18888)
+        #expect(settings.server(for: "http://127.0.0.1:8080/f") == nil)
+    }
+
+    @Test func credentialsAreDecodedAndRedacted() throws {
+        let proxy = try ProxyServer.parse("http://us%40er:p%3Ass@proxy:8080", origin: "https_proxy")
+        #expect(proxy.username == "us@er")
+        #expect(proxy.password == "p:ss")
+        #expect(proxy.description == "http://us@er:<redacted>@proxy:8080")
+        #expect(!proxy.description.contains("p:ss"))
+    }
+
+    @Test(arguments: [
+        ("https://proxy:443", "https:// proxy"),
+        ("socks4://proxy:1080", "not supported"),
+        ("http://proxy:99999", "port"),
+        ("http://", "not a proxy URL"),
+        ("socks5://u:p@proxy", "SOCKS5 proxies with a user name"),
+        ("http://bad%zzuser@proxy", "%-escape"),
+    ])
+    func badProxiesSayWhatToFix(text: String, fragment: String) {
+        #expect(throws: TransferError.self) { try ProxyServer.parse(text, origin: "https_proxy") }
+        do {
+            _ = try ProxyServer.parse(text, origin: "https_proxy")
+        } catch {
+            #expect(error.code == .invalidURL)
+            #expect(error.message.contains(fragment), "\(error.message)")
+            #expect(error.message.hasPrefix("https_proxy"))
+        }
+    }
+
+    @Test func environmentErrorsNameTheVariable() {
+        do {
+            _ = try ProxySettings.environment(["HTTPS_PROXY": "ftp://x"])
+            Issue.record("accepted ftp://")
+        } catch {
+            #expect(error.message.hasPrefix("HTTPS_PROXY"))
+        }
+    }
+}
