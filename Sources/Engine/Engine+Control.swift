@@ -101,6 +101,7 @@ extension Engine {
         // A user:password in a URL is never shown back, not even to the job's owner.
         record.url = RedactedURL.withoutCredentials(record.url)
         record.headURL = record.headURL.map(RedactedURL.withoutCredentials)
+        record.proxy = record.proxy.map(RedactedURL.withoutCredentials)
         return JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
                          action: final ? nil : runtime.decision?.action.rawValue,
                          nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,

@@ -19,7 +19,7 @@ struct ConnectionOptions: ParsableArguments {
     var keyFile: String?
 
     @Option(name: .customLong("proxy"), help: ArgumentHelp(
-        "Use this proxy: http://[USER:PASSWORD@]HOST[:PORT] or socks5://HOST[:PORT] (replaces https_proxy, http_proxy and all_proxy; no_proxy still applies).",
+        "Use this proxy: http://[USER:PASSWORD@]HOST[:PORT] or socks5://HOST[:PORT] (replaces https_proxy, http_proxy and all_proxy; no_proxy still applies; \"\" for none).",
         valueName: "url"))
     var proxy: String?
 
@@ -31,7 +31,7 @@ struct ConnectionOptions: ParsableArguments {
         if (certFile == nil) != (keyFile == nil) {
             throw ValidationError(certFile == nil ? "--key needs --cert: the client certificate for that key." : "--cert needs --key: the client certificate's private key.")
         }
-        if let proxy { _ = try parsedProxy(proxy) }
+        if let proxy, !proxy.isEmpty { _ = try parsedProxy(proxy) }
     }
 
     /// The TLS settings, the files read now with this process's rights.
@@ -41,7 +41,8 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The proxy settings: `--no-proxy`, `--proxy`, or the environment's.
     func proxySettings(environment: [String: String] = ProcessInfo.processInfo.environment) throws(TransferError) -> ProxySettings {
-        if noProxy { return .direct }
+        // As curl: an empty --proxy means none.
+        if noProxy || proxy == "" { return .direct }
         let fromEnvironment = try ProxySettings.environment(environment)
         guard let proxy else { return fromEnvironment }
         return fromEnvironment.replacingProxies(with: try ProxyServer.parse(proxy, origin: "--proxy"))

@@ -108,8 +108,11 @@ struct GetCommand: AsyncParsableCommand {
             request.tls = try connection.tls()
             request.proxy = try connection.proxySettings()
         } catch {
-            ProgressPrinter(mode: json ? .json : .plain, url: shownURL, destination: request.destination).print(.failed(error))
-            if !json { FileHandle.standardError.write(Data("meterwise get: \(error.message)\n".utf8)) }
+            if json {
+                _ = ProgressPrinter(mode: .json, url: shownURL, destination: request.destination).print(.failed(error))
+            } else {
+                FileHandle.standardError.write(Data("meterwise get: \(error.message)\n".utf8))
+            }
             throw ExitCode(Self.exitCode(for: error.code))
         }
         var logger = Logger(label: "meterwise.get")

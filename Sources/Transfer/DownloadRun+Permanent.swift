@@ -13,15 +13,19 @@ extension DownloadRun {
     func permanentFailure(_ error: any Error, url: String) async -> TransferError? {
         if let client = error as? HTTPClientError, client == .proxyAuthenticationRequired {
             let shown = proxy.map { "The proxy \($0)" } ?? "The proxy"
+            if proxy?.username != nil {
+                return TransferError(
+                    .proxy, "\(shown) refused the user name and password in its URL (407); check them (%-encode @, : and % in them).")
+            }
             return TransferError(
                 .proxy, "\(shown) asks for a user name and password (407); put them in the proxy URL: http://USER:PASSWORD@HOST:PORT.")
         }
         guard let failure = TLSFailure.classify(error), case .success(let authority) = URLAuthority.parse(url) else { return nil }
         logger.debug("TLS failure", metadata: ["error": "\(String(reflecting: error))", "url": "\(RedactedURL.redact(url))"])
         var facts: CertificateFacts?
-        // The probe connects directly: through a proxy it would see another path than the download's.
-        if failure == .serverCertificate || failure == .hostName, proxy == nil {
-            facts = await CertificateProbe.facts(host: authority.host, port: authority.effectivePort)
+        // The probe takes the download's path: direct, or a CONNECT tunnel through its HTTP proxy.
+        if failure == .serverCertificate || failure == .hostName, proxy?.kind != .socks5 {
+            facts = await CertificateProbe.facts(host: authority.host, port: authority.effectivePort, proxy: proxy)
         }
         let message = TLSFailureText.message(
             failure, host: authority.host, port: authority.effectivePort, facts: facts, settings: request.tls, proxy: proxy,

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOSSL
 
 #if canImport(Glibc)
     import Glibc
@@ -11,8 +12,16 @@ import NIOCore
 enum FailureText {
     static func describe(_ error: any Error) -> String {
         if let io = error as? IOError { return errnoText(io.errnoCode) }
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            return "the TLS handshake failed (the server broke it off or sent what is not TLS)"
+        }
         if let client = error as? HTTPClientError {
             switch client {
+            case .invalidProxyResponse:
+                return "the proxy refused to open the tunnel (its answer to CONNECT was not 200: it may not allow CONNECT to this port, refuse the credentials, or not reach the server)"
+            case .httpProxyHandshakeTimeout: return "the proxy did not answer the CONNECT in time"
+            case .socksHandshakeTimeout: return "the proxy did not answer as a SOCKS5 proxy"
+            case .tlsHandshakeTimeout: return "the TLS handshake did not complete in time"
             case .connectTimeout: return "connecting timed out"
             case .readTimeout: return "the server stopped sending"
             case .remoteConnectionClosed: return "the server closed the connection"
@@ -34,7 +43,7 @@ enum FailureText {
         if let range = text.firstRange(of: "errno: "), let code = Int32(text[range.upperBound...].prefix { $0.isNumber }) {
             return errnoText(code)
         }
-        return "the request failed"
+        return "an unexpected error (run with METERWISE_LOG=debug for the details)"
     }
 
     static func errnoText(_ code: Int32) -> String {

@@ -36,6 +36,11 @@ public struct NoProxy: Sendable, Hashable {
                 // [::1] or [::1]:8080
                 guard let close = item.firstIndex(of: "]") else { continue }
                 item = String(item[item.index(after: item.startIndex)..<close])
+            } else if item.filter({ $0 == ":" }).count == 1, let colon = item.firstIndex(of: ":"),
+                item[item.index(after: colon)...].allSatisfy(\.isNumber)
+            {
+                // name:port or 1.2.3.4:port: the port is ignored, for names and addresses alike.
+                item = String(item[..<colon])
             }
             if let slash = item.firstIndex(of: "/") {
                 guard let bits = Int(item[item.index(after: slash)...]), let address = Self.address(String(item[..<slash])),
@@ -45,9 +50,6 @@ public struct NoProxy: Sendable, Hashable {
             } else if let address = Self.address(item) {
                 entries.append(.network(address, prefix: address.count * 8))
             } else {
-                if let colon = item.lastIndex(of: ":"), item[item.index(after: colon)...].allSatisfy(\.isNumber) {
-                    item = String(item[..<colon])
-                }
                 while item.hasPrefix(".") { item.removeFirst() }
                 while item.hasSuffix(".") { item.removeLast() }
                 guard !item.isEmpty else { continue }

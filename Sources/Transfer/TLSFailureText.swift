@@ -5,7 +5,8 @@ enum TLSFailureText {
         _ failure: TLSFailure, host: String, port: Int, facts: CertificateFacts?, settings: TLSSettings,
         proxy: ProxyServer?, now: Int64
     ) -> String {
-        let server = port == 443 ? host : "\(host):\(port)"
+        let name = host.contains(":") ? "[\(host)]" : host
+        let server = port == 443 ? name : "\(name):\(port)"
         let via = proxy.map { " (through the proxy \($0))" } ?? ""
         switch failure {
         case .hostName:
@@ -18,6 +19,9 @@ enum TLSFailureText {
                 return "The TLS certificate of \(server)\(via) is valid only from \(CertificateFacts.show(facts!.notBefore)); this machine's clock says \(CertificateFacts.show(now)). Set the clock (timedatectl), or wait until then."
             case .otherHost?:
                 return wrongHost(server: server, host: host, facts: facts, via: via)
+            case nil where facts == nil:
+                let trusted = settings.trustOrigin.map { "the CAs of \($0)" } ?? "the CAs this machine trusts"
+                return "The TLS certificate of \(server)\(via) could not be verified against \(trusted): it is expired, not yet valid, for another host, or from another CA. `openssl s_client -connect \(server)` shows it; if its CA is your own, pass --cacert CA.pem (a job: \"ca_file\")."
             case nil:
                 let issuer = facts?.issuer.map { " (issued by \"\($0)\")" } ?? ""
                 let trusted = settings.trustOrigin.map { "the CAs of \($0)" } ?? "the CAs this machine trusts"

@@ -64,6 +64,14 @@ struct DaemonTLSTests {
         ])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("ca_file \(secret) cannot be read as uid \(SecurityTests.nobody)"), "\(refused.stderr)")
+        // A proxy's password is never shown back, to anyone.
+        let proxied = try daemon.cliAsNobody([
+            "add", "http://127.0.0.1:9/p.bin", "-o", shared.appendingPathComponent("p.bin").path,
+            "--proxy", "http://fleet:s3cretpw@127.0.0.1:9", "--json",
+        ])
+        #expect(proxied.status == 0, "\(proxied.stderr)")
+        #expect(!proxied.stdout.contains("s3cretpw") && proxied.stdout.contains("<redacted>@127.0.0.1:9"), "\(proxied.stdout)")
+        #expect(!(try daemon.cli(["list", "--json"]).stdout.contains("s3cretpw")))
         // Root may use the same file for its own job.
         let mine = try daemon.cli(["add", "https://127.0.0.1:9/y.bin", "-o", rootOnly.appendingPathComponent("y.bin").path,
                                    "--cacert", secret])

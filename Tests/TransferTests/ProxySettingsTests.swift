@@ -11,6 +11,8 @@ struct ProxySettingsTests {
         (".example.com", "example.com", true),
         ("example.com", "notexample.com", false),
         ("example.com:8080", "example.com", true),
+        ("127.0.0.1:28443", "127.0.0.1", true),
+        ("[::1]:9999", "::1", true),
         ("*", "anything.at.all", true),
         ("127.0.0.1", "127.0.0.1", true),
         ("127.0.0.1", "127.0.0.2", false),

@@ -179,6 +179,21 @@ struct TLSTests {
         }
     }
 
+    @Test(.needsProxy) func throughAProxyAnExpiredCertificateIsStillSaidToBeExpired() async throws {
+        let proxy = try Tinyproxy()
+        defer { proxy.stop() }
+        try await Self.withTLSServer(certificate: "expired") { pki, server, fixture in
+            var request = fixture.request(server)
+            request.tls = try TLSSettings.load(caFile: pki.path("ca.crt"))
+            request.proxy = .every(try ProxyServer.parse(proxy.url, origin: "--proxy"))
+            let (error, _) = await Self.failure(request)
+            let e = try #require(error)
+            #expect(e.code == .tls)
+            #expect(e.message.contains("expired on 2020-02-01"), "\(e.message)")
+            #expect(e.message.contains("through the proxy http://127.0.0.1:\(proxy.port)"), "\(e.message)")
+        }
+    }
+
     @Test(.needsProxy) func aProxyThatWantsCredentialsFailsAtOnce() async throws {
         let proxy = try Tinyproxy(basicAuth: "fleet s3cret")
         defer { proxy.stop() }
@@ -191,6 +206,16 @@ struct TLSTests {
             let e = try #require(error)
             #expect(e.code == .proxy, "\(e)")
             #expect(e.message.contains("USER:PASSWORD"), "\(e.message)")
+
+            request.proxy = .every(try ProxyServer.parse("http://fleet:wrong@127.0.0.1:\(proxy.port)", origin: "--proxy"))
+            // tinyproxy answers wrong credentials with 401, not 407: a refused tunnel, said as such (and retried:
+            // a proxy's refusal cannot be told from its upstream being down).
+            request.maxRetries = 1
+            let (refused, _) = await Self.failure(request)
+            #expect(refused?.code == .retriesExhausted)
+            #expect(refused?.message.contains("the proxy refused to open the tunnel") ?? false, "\(String(describing: refused))")
+            #expect(!(refused?.message.contains("wrong") ?? true))
+            request.maxRetries = 6
 
             request.proxy = .every(try ProxyServer.parse("http://fleet:s3cret@127.0.0.1:\(proxy.port)", origin: "--proxy"))
             guard case .completed(let result) = try await Download(request: request).run() else {
