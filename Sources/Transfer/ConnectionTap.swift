@@ -1,5 +1,6 @@
 import CFileCalls
 import NIOCore
+import NIOSSL
 import Synchronization
 
 /// The connections of one download's own HTTP client, for what a pause throws away.
@@ -13,14 +14,17 @@ import Synchronization
 /// that never reached the file. (Segments in flight at the close arrive afterwards and are answered with
 /// a reset; no per-connection counter sees them, so bench/pause measures them from its namespace.)
 final class ConnectionTap: Sendable {
-    /// Counts the bytes NIO reads from one connection (headers and body), before any decoding.
+    /// Counts the bytes NIO reads from one connection: from the socket (`total`, what the kernel's count is
+    /// compared with), and into the tap's `read` the bytes the HTTP parser gets (headers and body). Over TLS
+    /// these are two counters, one before the TLS handler and one after it, so record headers and tags are
+    /// not taken for thrown-away body bytes.
     final class ReadCounter: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
         let total: Atomic<Int64>
-        private let tap: ConnectionTap
+        private let tap: ConnectionTap?
 
-        init(tap: ConnectionTap) {
+        init(tap: ConnectionTap?) {
             self.tap = tap
             self.total = Atomic(0)
         }
@@ -28,7 +32,7 @@ final class ConnectionTap: Sendable {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let n = Int64(unwrapInboundIn(data).readableBytes)
             total.add(n, ordering: .relaxed)
-            tap.read.add(n, ordering: .relaxed)
+            tap?.read.add(n, ordering: .relaxed)
             context.fireChannelRead(data)
         }
     }
@@ -45,11 +49,22 @@ final class ConnectionTap: Sendable {
 
     /// Called by the client for each new HTTP/1.1 connection: counts its reads, forgets it when it closes.
     func register(_ channel: any Channel) -> EventLoopFuture<Void> {
-        let counter = ReadCounter(tap: self)
         let key = ObjectIdentifier(channel)
-        channels.withLock { $0[key] = (channel, counter) }
         channel.closeFuture.whenComplete { [self] _ in _ = channels.withLock { $0.removeValue(forKey: key) } }
-        return channel.pipeline.addHandler(counter, position: .first)
+        return channel.eventLoop.submit { [self] in
+            let pipeline = channel.pipeline.syncOperations
+            if let tls = try? pipeline.handler(type: NIOSSLClientHandler.self) {
+                // TLS: the socket's bytes before the TLS handler, the HTTP parser's after it.
+                let socket = ReadCounter(tap: nil)
+                channels.withLock { $0[key] = (channel, socket) }
+                try pipeline.addHandler(socket, position: .first)
+                try pipeline.addHandler(ReadCounter(tap: self), position: .after(tls))
+            } else {
+                let counter = ReadCounter(tap: self)
+                channels.withLock { $0[key] = (channel, counter) }
+                try pipeline.addHandler(counter, position: .first)
+            }
+        }
     }
 
     /// Clamps every open connection's advertised window (TCP_WINDOW_CLAMP): Linux never moves back a right

@@ -52,6 +52,8 @@ struct TLSTests {
             guard case .completed(let result) = outcome else { Issue.record("\(outcome)"); return }
             #expect(result.sha256 == Self.content.sha256Hex())
             #expect(server.url().hasPrefix("https://"))
+            // TLS records' headers and tags are not body bytes thrown away.
+            #expect(result.discardedBytes == 0)
         }
     }
 
