@@ -108,6 +108,18 @@ public final class Download: Sendable {
         }
     }
 
+    /// After a failure before any byte was kept (a TLS failure, a 404): the empty partial file goes, so no
+    /// `FILE.part` of 0 bytes is left behind. One with data, or with a checkpoint, stays for a resume.
+    func removeEmptyPartial() {
+        guard let directory = try? OutputDirectory.open(holding: request.destination, identity: request.identity) else { return }
+        let names = OutputNames(destination: request.destination)
+        guard !directory.exists(names.checkpoint), case .own(let fd) = directory.openOwn(names.partial, writable: false) else { return }
+        var st = stat()
+        let empty = fstat(fd, &st) == 0 && st.st_size == 0
+        close(fd)
+        if empty { try? directory.remove(names.partial) }
+    }
+
     func removePartial() {
         Self.removePartial(of: request.destination, identity: request.identity)
     }
@@ -185,6 +197,7 @@ public final class Download: Sendable {
             for w in waiters { w.resume(returning: true) }
             return outcome
         case .failure(let error):
+            removeEmptyPartial()
             sink.yield(.failed(error))
             sink.finish()
             for w in waiters { w.resume(returning: true) }

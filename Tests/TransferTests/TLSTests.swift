@@ -98,6 +98,7 @@ struct TLSTests {
             #expect(e.message.contains(fragment), "\(e.message)")
             #expect(elapsed < .seconds(2))
             #expect(!Fixture.exists(request.destination))
+            #expect(!Fixture.exists(request.partialPath), "an empty partial file is left behind")
         }
     }
 
