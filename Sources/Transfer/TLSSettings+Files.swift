@@ -68,14 +68,13 @@ extension TLSSettings {
         case (nil, _?):
             throw TransferError(.tlsSetup, "\(names.keyFile) needs \(names.certFile) too: the client certificate for that key.")
         }
-        // Builds the context once, so a key that does not belong to its certificate is said now.
+        // Builds the context once, so a key that does not belong to its certificate is said now (not for
+        // the default settings: a context loads the system's CA store, and `add` checks every job).
+        guard settings.hasClientCertificate else { return settings }
         do {
             _ = try NIOSSLContext(configuration: settings.configuration)
         } catch {
-            if settings.hasClientCertificate {
-                throw TransferError(.tlsSetup, "\(names.keyFile) \(keyFile ?? "") is not the private key of \(names.certFile) \(certFile ?? ""); give the key that belongs to that certificate.")
-            }
-            throw TransferError(.tlsSetup, "The TLS settings cannot be used: \(error). Check the certificate files.")
+            throw TransferError(.tlsSetup, "\(names.keyFile) \(keyFile ?? "") is not the private key of \(names.certFile) \(certFile ?? ""); give the key that belongs to that certificate.")
         }
         return settings
     }
