@@ -9,12 +9,19 @@ extension Engine {
         let tls = try TLSSettings.load(
             caFile: record.caFile, certFile: record.certFile, keyFile: record.keyFile, extraTrust: configuration.caBundle,
             identity: record.owner.identity, names: .api)
-        let proxy: ProxySettings
+        return (tls, try proxySettings(for: record))
+    }
+
+    func proxySettings(for record: JobRecord) throws(TransferError) -> ProxySettings {
         switch record.proxy {
-        case nil: proxy = configuration.proxy
-        case ""?: proxy = .direct
-        case let text?: proxy = configuration.proxy.replacingProxies(with: try ProxyServer.parse(text, origin: "proxy"))
+        case nil: return configuration.proxy
+        case ""?: return .direct
+        case let text?: return configuration.proxy.replacingProxies(with: try ProxyServer.parse(text, origin: "proxy"))
         }
-        return (tls, proxy)
+    }
+
+    /// The proxy the job's requests go through, nil when direct (for `status`).
+    func proxy(for record: JobRecord) -> ProxyServer? {
+        (try? proxySettings(for: record))?.server(for: record.url)
     }
 }

@@ -105,7 +105,8 @@ extension Engine {
         return JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
                          action: final ? nil : runtime.decision?.action.rawValue,
                          nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,
-                         retryReason: runtime.active ? runtime.retryReason : nil)
+                         retryReason: runtime.active ? runtime.retryReason : nil,
+                         proxy: proxy(for: runtime.record)?.description)
     }
 
     /// Every job `asker` may see, in the order they were added.

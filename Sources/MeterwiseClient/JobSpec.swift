@@ -116,21 +116,24 @@ public struct JobStatus: Sendable, Codable, Hashable {
     /// While the server cannot be reached: when the next attempt is due, and why the last one failed.
     public var nextRetryAt: Date?
     public var retryReason: String?
+    /// The proxy the job's requests go through (password redacted); nil when direct.
+    public var proxy: String?
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case job, link, action
-        case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason"
+        case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason", proxy = "via_proxy"
     }
 
     public init(job: JobRecord, pausedSeconds: Double, link: String?, action: String?, nextRetryAt: Date? = nil,
-                retryReason: String? = nil) {
+                retryReason: String? = nil, proxy: String? = nil) {
         self.job = job
         self.pausedSeconds = pausedSeconds
         self.link = link
         self.action = action
         self.nextRetryAt = nextRetryAt
         self.retryReason = retryReason
+        self.proxy = proxy
     }
 }
 

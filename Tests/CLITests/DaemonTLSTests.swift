@@ -71,6 +71,8 @@ struct DaemonTLSTests {
         ])
         #expect(proxied.status == 0, "\(proxied.stderr)")
         #expect(!proxied.stdout.contains("s3cretpw") && proxied.stdout.contains("<redacted>@127.0.0.1:9"), "\(proxied.stdout)")
+        #expect(proxied.stdout.contains("\"via_proxy\":\"http:\\/\\/fleet:<redacted>@127.0.0.1:9\"")
+            || proxied.stdout.contains("\"via_proxy\":\"http://fleet:<redacted>@127.0.0.1:9\""), "\(proxied.stdout)")
         #expect(!(try daemon.cli(["list", "--json"]).stdout.contains("s3cretpw")))
         // Root may use the same file for its own job.
         let mine = try daemon.cli(["add", "https://127.0.0.1:9/y.bin", "-o", rootOnly.appendingPathComponent("y.bin").path,
