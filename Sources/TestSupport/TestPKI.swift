@@ -45,9 +45,10 @@ public final class TestPKI: Sendable {
         var c = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(path(name + ".crt")).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: path(name + ".key"), format: .pem)))
+        // Explicit roots: the system's default store is not the test's business (and is not needed to serve).
+        c.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(path("ca.crt")))
         if requireClientCertificate {
             c.certificateVerification = .noHostnameVerification
-            c.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(path("ca.crt")))
         }
         return c
     }
