@@ -22,6 +22,10 @@ extension Engine {
 
     /// The proxy the job's requests go through, nil when direct (for `status`).
     func proxy(for record: JobRecord) -> ProxyServer? {
-        (try? proxySettings(for: record))?.server(for: record.url)
+        // Most jobs have no proxy of their own and the daemon none either: no URL to read then.
+        if record.proxy == "" || (record.proxy == nil && configuration.proxy.http == nil && configuration.proxy.https == nil) {
+            return nil
+        }
+        return (try? proxySettings(for: record))?.server(for: record.url)
     }
 }

@@ -39,7 +39,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     var order: [String] = []
     /// Every job, by priority and then the order they were added: the order a pass decides them in, kept
     /// sorted as jobs come and go, so no pass sorts.
-    var schedule: [String] = []
+    /// Each with its priority, so `enqueue`'s binary search reads no job records.
+    var schedule: [(id: String, priority: Int)] = []
     /// The destination of every job that is not finished, and whose it is: one destination, one job.
     var destinations: [String: String] = [:]
     /// When finished jobs were last pruned (`EngineConfiguration.retention`).
@@ -99,10 +100,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         }
         // Stable: equal priorities keep the order they were added in.
         let loaded = jobs
-        schedule = order.enumerated().sorted { a, b in
-            let pa = loaded[a.element]?.record.priority ?? 0, pb = loaded[b.element]?.record.priority ?? 0
-            return pa != pb ? pa > pb : a.offset < b.offset
-        }.map(\.element)
+        schedule = order.enumerated().map { (offset: $0.offset, id: $0.element, priority: loaded[$0.element]?.record.priority ?? 0) }
+            .sorted { a, b in a.priority != b.priority ? a.priority > b.priority : a.offset < b.offset }
+            .map { (id: $0.id, priority: $0.priority) }
     }
 
     /// The wall-clock time on the engine's clock.
@@ -227,7 +227,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         // jobs alike are decided once per pass.
         var decided: [JobInfo: (decision: Decision, reason: String)] = [:]
         var count = 0
-        for id in schedule {
+        for (id, _) in schedule {
             guard let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
                 !runtime.stopping
             else { continue }
@@ -284,16 +284,16 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     }
 
     /// The ids of every job in the order a pass decides them: priority first, then the order they were added.
-    public func decisionOrder() -> [String] { schedule }
+    public func decisionOrder() -> [String] { schedule.map(\.id) }
 
     /// Puts a new job into `schedule`: after every job of its priority or higher (it is the newest).
     func enqueue(_ id: String, priority: Int) {
         var low = 0, high = schedule.count
         while low < high {
             let mid = (low + high) / 2
-            if (jobs[schedule[mid]]?.record.priority ?? 0) >= priority { low = mid + 1 } else { high = mid }
+            if schedule[mid].priority >= priority { low = mid + 1 } else { high = mid }
         }
-        schedule.insert(id, at: low)
+        schedule.insert((id, priority), at: low)
     }
 
     /// Decides one job and carries the action out. Returns when it wants to be woken.
@@ -384,7 +384,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             }
         }
         order.removeAll { gone.contains($0) }
-        schedule.removeAll { gone.contains($0) }
+        schedule.removeAll { gone.contains($0.id) }
         logger.info("pruned \(ids.count) finished job(s) older than \(retention)")
     }
 
