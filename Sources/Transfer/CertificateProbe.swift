@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -102,24 +103,6 @@ extension ProxyServer {
     /// `user:password` in base64 for `Proxy-Authorization: Basic`, when the proxy URL has credentials.
     var basicAuthorization: String? {
         guard let username else { return nil }
-        return Base64.encode(Array("\(username):\(password ?? "")".utf8))
-    }
-}
-
-/// Just enough base64 for a header.
-enum Base64 {
-    static func encode(_ bytes: [UInt8]) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let b0 = bytes[i], b1 = i + 1 < bytes.count ? bytes[i + 1] : 0, b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
-            out.append(table[Int(b0 >> 2)])
-            out.append(table[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(i + 1 < bytes.count ? table[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(i + 2 < bytes.count ? table[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
+        return Data("\(username):\(password ?? "")".utf8).base64EncodedString()
     }
 }

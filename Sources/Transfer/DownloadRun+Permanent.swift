@@ -27,10 +27,16 @@ extension DownloadRun {
         if failure == .serverCertificate || failure == .hostName, proxy?.kind != .socks5 {
             facts = await CertificateProbe.facts(host: authority.host, port: authority.effectivePort, proxy: proxy)
         }
-        let message = TLSFailureText.message(
-            failure, host: authority.host, port: authority.effectivePort, facts: facts, settings: request.tls, proxy: proxy,
-            now: Int64(time(nil)))
-        return TransferError(.tls, message)
+        return tlsError(failure, authority: authority, facts: facts)
+    }
+
+    /// The download's error for a TLS failure on `authority`'s server.
+    func tlsError(_ failure: TLSFailure, authority: URLAuthority, facts: CertificateFacts?) -> TransferError {
+        TransferError(
+            .tls,
+            TLSFailureText.message(
+                failure, host: authority.host, port: authority.effectivePort, facts: facts, settings: request.tls, proxy: proxy,
+                now: Int64(time(nil))))
     }
 
     /// A 400 over https whose page says the server wanted a client certificate (nginx's `ssl_verify_client`
@@ -52,10 +58,6 @@ extension DownloadRun {
         } else {
             return nil
         }
-        return TransferError(
-            .tls,
-            TLSFailureText.message(
-                failure, host: authority.host, port: authority.effectivePort, facts: nil, settings: request.tls, proxy: proxy,
-                now: Int64(time(nil))))
+        return tlsError(failure, authority: authority, facts: nil)
     }
 }

@@ -28,23 +28,19 @@ public struct ProxySettings: Sendable, Hashable {
 
     /// The settings the environment gives; a malformed proxy variable is an error naming it.
     public static func environment(_ env: [String: String]) throws(TransferError) -> ProxySettings {
-        func value(_ names: String...) -> (name: String, value: String)? {
-            for name in names {
-                if let v = env[name], !v.trimmingSpacesT.isEmpty { return (name, v) }
-            }
-            return nil
+        // The first of `names` set to something other than spaces, and its name.
+        func value(_ names: String...) -> (name: String, text: String)? {
+            names.lazy.compactMap { name in env[name].flatMap { $0.trimmingSpacesT.isEmpty ? nil : (name, $0) } }.first
         }
-        func server(_ names: String...) throws(TransferError) -> ProxyServer? {
-            for name in names {
-                if let v = env[name], !v.trimmingSpacesT.isEmpty { return try ProxyServer.parse(v, origin: name) }
-            }
-            return nil
+        func server(_ found: (name: String, text: String)?) throws(TransferError) -> ProxyServer? {
+            guard let found else { return nil }
+            return try ProxyServer.parse(found.text, origin: found.name)
         }
-        let all = try server("all_proxy", "ALL_PROXY")
+        let all = try server(value("all_proxy", "ALL_PROXY"))
         return ProxySettings(
-            http: try server("http_proxy") ?? all,
-            https: try server("https_proxy", "HTTPS_PROXY") ?? all,
-            noProxy: value("no_proxy", "NO_PROXY").map { NoProxy($0.value) } ?? .none
+            http: try server(value("http_proxy")) ?? all,
+            https: try server(value("https_proxy", "HTTPS_PROXY")) ?? all,
+            noProxy: value("no_proxy", "NO_PROXY").map { NoProxy($0.text) } ?? .none
         )
     }
 

@@ -121,19 +121,14 @@ extension TLSSettings {
         guard info.st_size <= maxFileBytes else {
             throw TransferError(.tlsSetup, "\(option) \(path) is larger than \(maxFileBytes >> 20) MiB; give a PEM file.")
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
-        var count = 0
-        while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw TransferError(.tlsSetup, "\(option) \(path) cannot be read: \(FailureText.errnoText(errno)).") }
-            if n == 0 { break }
-            count += n
+        // One byte past the limit: a file that grew after fstat is still caught.
+        guard let bytes = FileIO.readAll(fd: fd, limit: maxFileBytes + 1) else {
+            throw TransferError(.tlsSetup, "\(option) \(path) cannot be read: \(FailureText.errnoText(errno)).")
         }
-        guard count <= maxFileBytes else {
+        guard bytes.count <= maxFileBytes else {
             throw TransferError(.tlsSetup, "\(option) \(path) is larger than \(maxFileBytes >> 20) MiB; give a PEM file.")
         }
-        return Array(bytes.prefix(count))
+        return bytes
     }
 
     /// The certificates of every regular PEM file in `path` (as `c_rehash` directories hold them; other
