@@ -24,7 +24,12 @@ public struct Asker: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether this asker may see and control `record`.
     public func owns(_ record: JobRecord) -> Bool {
-        seesEveryJob || record.ownerUID == uid
+        owns(ownerUID: record.ownerUID)
+    }
+
+    /// Whether this asker may see and control a job added by `ownerUID` (nil: the daemon's own).
+    public func owns(ownerUID: UInt32?) -> Bool {
+        seesEveryJob || ownerUID == uid
     }
 
     /// The rights the job's files are written with.

@@ -31,10 +31,7 @@ extension Engine {
             default: throw EngineError(.invalidRequest, error.message)
             }
         }
-        if let otherID = destinations[spec.destination], let other = jobs[otherID], !other.record.state.isFinal {
-            let whose = asker.owns(other.record) ? "job \(other.record.id)" : "another user's job"
-            throw EngineError(.conflict, "\(whose) already downloads to \(spec.destination): choose another -o")
-        }
+        try checkDestinationFree(spec.destination, for: asker)
         let id = id ?? Self.newID()
         var record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
                                expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
@@ -53,13 +50,25 @@ extension Engine {
             throw EngineError(.invalidRequest, error.message)
         }
         try store.insert(record)
-        jobs[id] = JobRuntime(record: record)
-        order.append(id)
-        enqueue(id, priority: record.priority)
-        destinations[record.destination] = id
+        index.insert(JobIndex.Row(record))
         events.publish(.added(job: id))
-        reconcile(id)
-        return jobs[id]?.record ?? record
+        let decision = reconcile(id)
+        if let live = jobs[id] { return live.record }
+        // Queued: the record as added, with where the first decision left it.
+        if let entry = index.entry(id) { record.state = entry.state }
+        if let decision {
+            record.rule = decision.rule
+            record.reason = index.entry(id)?.flags.contains(.waitingForSlot) == true
+                ? Self.slotReason(configuration.maxActive) : decision.reasons.joined(separator: "; ")
+        }
+        return record
+    }
+
+    /// Fails when an unfinished job (other than `except`) downloads to `destination`: one destination, one job.
+    func checkDestinationFree(_ destination: String, for asker: Asker, except: String? = nil) throws(EngineError) {
+        guard let other = try store.unfinishedJob(at: destination), other.id != except else { return }
+        let whose = asker.owns(ownerUID: other.ownerUID) ? "job \(other.id)" : "another user's job"
+        throw EngineError(.conflict, "\(whose) already downloads to \(destination): choose another -o")
     }
 
     /// Deletes a cancelled job's partial file and checkpoint, with its owner's rights.
@@ -69,7 +78,7 @@ extension Engine {
 
     /// The job, if `asker` may see it: another user's job is "not found", as if it did not exist.
     func runtime(_ id: String, for asker: Asker = .process) throws(EngineError) -> JobRuntime<C.Instant> {
-        guard let runtime = jobs[id], asker.owns(runtime.record) else {
+        guard let runtime = view(id), asker.owns(runtime.record) else {
             throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs")
         }
         return runtime
@@ -77,7 +86,10 @@ extension Engine {
 
     /// Whether `asker` may see the job (for the event stream).
     public func isVisible(_ id: String, to asker: Asker) -> Bool {
-        jobs[id].map { asker.owns($0.record) } ?? false
+        if let runtime = jobs[id] { return asker.owns(runtime.record) }
+        if let entry = index.entry(id) { return asker.owns(ownerUID: entry.owner) }
+        // Finished: its last events may still be on their way.
+        return (try? store.job(id)).flatMap { $0 }.map { asker.owns($0) } ?? false
     }
 
     static func newID() -> String {
@@ -111,7 +123,19 @@ extension Engine {
 
     /// Every job `asker` may see, in the order they were added.
     public func list(for asker: Asker = .process) -> [JobStatus] {
-        order.compactMap { jobs[$0] }.filter { asker.owns($0.record) }.map { status(of: $0) }
+        let records: [JobRecord]
+        do {
+            records = try store.jobs()
+        } catch {
+            logger.error("\(error)")
+            return []
+        }
+        var reasons = ReasonCache(context: policy.context(snapshot: snapshot, usage: accounting.usage, now: now,
+                                                          timeZone: configuration.timeZone))
+        let paused = (try? store.pausedSeconds()) ?? [:]
+        return records.filter { asker.owns($0) }.map {
+            status(of: view(of: $0, pausedSeconds: paused[$0.id] ?? 0, reasons: &reasons))
+        }
     }
 
     /// What the policy says now, with the live links and budgets, of a download like `job` (`check`,
@@ -138,7 +162,7 @@ extension Engine {
 
     /// One line for systemd's `STATUS=`: "2 running, 3 waiting: metered wwan0".
     public func statusLine() -> String {
-        var running = 0, waiting = 0
+        var running = 0, waiting = index.waitingCount
         for runtime in jobs.values {
             if runtime.active { running += 1 } else if runtime.record.state == .waiting || runtime.record.state == .queued { waiting += 1 }
         }
@@ -166,8 +190,7 @@ extension Engine {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue); it cannot be paused")
         }
         stopTransfer(id, reason: "paused by the user", byUser: true, cancel: false)
-        jobs[id]?.record.state = .paused
-        persist(id)
+        change(id) { $0.state = .paused }
     }
 
     /// Lifts the user's pause; the policy decides from here.
@@ -176,9 +199,12 @@ extension Engine {
         guard runtime.record.state == .paused || runtime.record.state == .failed else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue), not paused")
         }
-        jobs[id]?.record.state = .queued
-        jobs[id]?.record.error = nil
-        persist(id)
+        // A failed job gave its destination up: another job may have taken it since.
+        try checkDestinationFree(runtime.record.destination, for: asker, except: id)
+        change(id) {
+            $0.state = .queued
+            $0.error = nil
+        }
         reconcile(id)
     }
 
@@ -194,7 +220,6 @@ extension Engine {
             Self.removePartialFiles(of: runtime.record)
             events.publish(.cancelled(job: id))
         }
-        jobs[id]?.record.state = .cancelled
-        persist(id)
+        change(id) { $0.state = .cancelled }
     }
 }

@@ -26,6 +26,7 @@ extension Engine {
                 jobs[id] = runtime
                 persist(id)
                 events.publish(.failed(job: id, error.message))
+                retire(id)
                 return
             }
             download = makeDownload(for: runtime.record, tls: settings.tls, proxy: settings.proxy)
@@ -223,14 +224,16 @@ extension Engine {
         }
         persist(id)
         saveAccounting()
+        let finished = jobs[id]?.record.state.isFinal ?? false
+        if finished { retire(id) }
         if configuration.stopWhenIdle { checkIdle() }
-        if jobs[id]?.record.state.isFinal ?? false { pruneFinished() }
+        if finished { pruneFinished() }
         reconcileAll()
     }
 
     func checkIdle() {
         // Nothing runs once every job is final, so stopping needs no pause.
-        if jobs.values.allSatisfy({ $0.record.state.isFinal }) && !jobs.isEmpty && !stopped {
+        if index.isEmpty && jobs.isEmpty && !stopped && ((try? store.count()) ?? 0) > 0 {
             stopped = true
             saveAccounting()
             commandSink.yield(.stop)
@@ -239,9 +242,11 @@ extension Engine {
 
     func persist(_ id: String) {
         jobs[id]?.record.updatedAt = now
-        guard let record = jobs[id]?.record else { return }
+        guard let runtime = jobs[id] else { return }
+        var paused = runtime.pausedTotal
+        if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
         do {
-            try store.update(record)
+            try store.update(runtime.record, pausedSeconds: paused.seconds)
         } catch {
             logger.error("\(error)", metadata: ["job": "\(id)"])
         }

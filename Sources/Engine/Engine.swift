@@ -34,15 +34,11 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     let configuration: EngineConfiguration
     let logger: Logger
     var lastChange: C.Instant
+    /// The jobs whose record the engine holds: those that started a transfer and are not finished. The other
+    /// unfinished jobs are in `index`; finished ones only in the store.
     var jobs: [String: JobRuntime<C.Instant>] = [:]
-    /// Every job, in the order they were added (what `list` shows).
-    var order: [String] = []
-    /// Every job, by priority and then the order they were added: the order a pass decides them in, kept
-    /// sorted as jobs come and go, so no pass sorts.
-    /// Each with its priority, so `enqueue`'s binary search reads no job records.
-    var schedule: [(id: String, priority: Int)] = []
-    /// The destination of every job that is not finished, and whose it is: one destination, one job.
-    var destinations: [String: String] = [:]
+    /// Every unfinished job, compactly, in the order a pass decides them.
+    var index = JobIndex()
     /// When finished jobs were last pruned (`EngineConfiguration.retention`).
     var lastPrune: Date?
     /// How long the last full pass over the jobs took, and how many it decided (for /metrics).
@@ -80,29 +76,21 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 logger.warning("could not prune finished jobs: \(error)")
             }
         }
-        for var record in try store.jobs() {
+        for var record in try store.jobs(in: .running) {
             // A transfer that was running when the process died resumes from its checkpoint at once —
             // unless the process died twice in a row while it ran without saving progress: then the job is
             // the likely cause, and it fails with the reason instead of taking the daemon down again.
-            if record.state == .running {
-                record.interruptions += 1
-                if record.interruptions >= 2 {
-                    record.state = .failed
-                    record.error = "the daemon stopped \(record.interruptions) times in a row while this job ran, without saving progress in between; `meterwise resume \(record.id)` tries again"
-                } else {
-                    record.state = .queued
-                }
-                try store.update(record)
+            record.interruptions += 1
+            if record.interruptions >= 2 {
+                record.state = .failed
+                record.error = "the daemon stopped \(record.interruptions) times in a row while this job ran, without saving progress in between; `meterwise resume \(record.id)` tries again"
+            } else {
+                record.state = .queued
             }
-            jobs[record.id] = JobRuntime(record: record)
-            order.append(record.id)
-            if !record.state.isFinal { destinations[record.destination] = record.id }
+            try store.update(record)
         }
-        // Stable: equal priorities keep the order they were added in.
-        let loaded = jobs
-        schedule = order.enumerated().map { (offset: $0.offset, id: $0.element, priority: loaded[$0.element]?.record.priority ?? 0) }
-            .sorted { a, b in a.priority != b.priority ? a.priority > b.priority : a.offset < b.offset }
-            .map { (id: $0.id, priority: $0.priority) }
+        // Records stay in the store: each is read as it is indexed and dropped.
+        index.load(try store.unfinishedJobs { JobIndex.Row($0) })
     }
 
     /// The wall-clock time on the engine's clock.
@@ -217,6 +205,22 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
 
     // MARK: - Deciding
 
+    /// One decision of a pass, shared by every job of the same class and size.
+    struct PassDecision {
+        var decision: Decision
+        /// One text shared by every job alike, not a copy each.
+        var reason: String
+        /// The decision's number in the index when the pass made it (nil: no job had it then). A job whose
+        /// entry holds this number had this decision already.
+        var number: Int32?
+    }
+
+    /// Jobs alike: the same class (priority, tags, permissions) and size.
+    struct SizedClass: Hashable {
+        var jobClass: Int32
+        var size: Int64
+    }
+
     func reconcileAll() {
         guard !stopped, haveSnapshot else { return }
         let started = ContinuousClock.now
@@ -225,34 +229,46 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         var activeCount = runningCount
         // A decision depends on the job's size, priority, tags and permissions, not on which job it is:
         // jobs alike are decided once per pass.
-        var decided: [JobInfo: (decision: Decision, reason: String)] = [:]
+        var decided: [SizedClass: PassDecision] = [:]
         var count = 0
-        for (id, _) in schedule {
-            guard let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
-                !runtime.stopping
-            else { continue }
-            var info = runtime.record.jobInfo
-            info.id = ""
-            let decision: Decision
-            let reason: String
-            if let known = decided[info] {
-                (decision, reason) = known
+        // A copy: a job that finishes during the pass leaves the index, and its entry is then empty.
+        for slot in index.schedule {
+            let entry = index[slot]
+            guard !entry.id.isEmpty else { continue }
+            var size = entry.policySize
+            var live: JobRuntime<C.Instant>?
+            if entry.isLive {
+                guard let runtime = jobs[entry.id], !runtime.record.state.isFinal, runtime.record.state != .paused,
+                    !runtime.stopping
+                else { continue }
+                size = runtime.record.totalBytes ?? runtime.record.size
+                live = runtime
+            } else if entry.state == .paused {
+                continue
+            }
+            let key = SizedClass(jobClass: entry.jobClass, size: size ?? -1)
+            let known: PassDecision
+            if let memo = decided[key] {
+                known = memo
             } else {
-                decision = context.decide(job: info)
-                // One text shared by every job alike, not a copy each.
-                reason = decision.reasons.joined(separator: "; ")
-                decided[info] = (decision, reason)
+                let decision = context.decide(job: index.classes[entry.jobClass].info(size: size))
+                known = PassDecision(decision: decision, reason: decision.reasons.joined(separator: "; "),
+                                     number: index.decisions.number(of: DecisionKey(decision)))
+                decided[key] = known
             }
             count += 1
-            if Self.unchanged(runtime, decision: decision, slotsFull: activeCount >= configuration.maxActive) {
+            if known.number == entry.decision,
+                Self.unchanged(state: live?.record.state ?? entry.state, running: live?.running ?? false,
+                               action: known.decision.action, slotsFull: activeCount >= configuration.maxActive)
+            {
                 // Nothing to do for this job: most of a long queue on a link change.
-                if let next = decision.nextChange {
+                if let next = known.decision.nextChange {
                     let wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
                     earliest = min(earliest ?? wake, wake)
                 }
                 continue
             }
-            if let wake = reconcile(id, decision: decision, reason: reason, activeCount: &activeCount) {
+            if let wake = reconcile(entry.id, decision: known.decision, reason: known.reason, activeCount: &activeCount) {
                 earliest = min(earliest ?? wake, wake)
             }
         }
@@ -260,53 +276,58 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         lastPass = (ContinuousClock.now - started, count)
     }
 
-    /// A job with no transfer whose decision is the one it already had, and that can only stay as it is:
+    /// Whether a job with no transfer, whose decision is the one it already had, can only stay as it is:
     /// waiting on a pause, or queued for a run while every transfer slot is taken.
-    static func unchanged(_ runtime: JobRuntime<C.Instant>, decision: Decision, slotsFull: Bool) -> Bool {
-        guard !runtime.running, !runtime.stopping, let previous = runtime.decision, previous.action == decision.action,
-            previous.rule == decision.rule, previous.allowedLinks == decision.allowedLinks, previous.rate == decision.rate
-        else { return false }
-        switch (decision.action, runtime.record.state) {
+    static func unchanged(state: JobState, running: Bool, action: Action, slotsFull: Bool) -> Bool {
+        guard !running else { return false }
+        switch (action, state) {
         case (.pause, .waiting): return true
         case (.run, .queued), (.throttle, .queued): return slotsFull
         default: return false
         }
     }
 
-    func reconcile(_ id: String) {
-        guard haveSnapshot, !stopped, let runtime = jobs[id], !runtime.record.state.isFinal, runtime.record.state != .paused,
-            !runtime.stopping
-        else { return }
-        let decision = policy.decide(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage,
-                                     now: now, timeZone: configuration.timeZone)
+    /// Decides one job now; returns the decision, if one was made.
+    @discardableResult
+    func reconcile(_ id: String) -> Decision? {
+        guard haveSnapshot, !stopped, let entry = index.entry(id) else { return nil }
+        var info: JobInfo
+        if let runtime = jobs[id] {
+            guard !runtime.record.state.isFinal, runtime.record.state != .paused, !runtime.stopping else { return nil }
+            info = runtime.record.jobInfo
+        } else {
+            guard entry.state != .paused else { return nil }
+            info = index.classes[entry.jobClass].info(size: entry.policySize)
+            info.id = id
+        }
+        let decision = policy.decide(job: info, snapshot: snapshot, usage: accounting.usage, now: now,
+                                     timeZone: configuration.timeZone)
         var activeCount = runningCount
         schedule(reconcile(id, decision: decision, activeCount: &activeCount))
+        return decision
     }
 
     /// The ids of every job in the order a pass decides them: priority first, then the order they were added.
-    public func decisionOrder() -> [String] { schedule.map(\.id) }
-
-    /// Puts a new job into `schedule`: after every job of its priority or higher (it is the newest).
-    func enqueue(_ id: String, priority: Int) {
-        var low = 0, high = schedule.count
-        while low < high {
-            let mid = (low + high) / 2
-            if schedule[mid].priority >= priority { low = mid + 1 } else { high = mid }
-        }
-        schedule.insert((id, priority), at: low)
-    }
+    public func decisionOrder() -> [String] { index.schedule.map { index[$0].id } }
 
     /// Decides one job and carries the action out. Returns when it wants to be woken.
     func reconcile(_ id: String, decision: Decision, reason: String? = nil, activeCount: inout Int) -> C.Instant? {
-        guard var runtime = jobs[id] else { return nil }
-        if runtime.decision.map({ ($0.action, $0.rule, $0.allowedLinks, $0.rate) })
-            .map({ $0 != (decision.action, decision.rule, decision.allowedLinks, decision.rate) }) ?? true {
-            events.publish(.decision(job: id, decision))
-            runtime.record.rule = decision.rule
-            runtime.record.reason = reason ?? decision.reasons.joined(separator: "; ")
+        guard let slot = index.slot(of: id) else { return nil }
+        let reason = reason ?? decision.reasons.joined(separator: "; ")
+        let changed = index.setDecision(slot, DecisionKey(decision))
+        if changed { events.publish(.decision(job: id, decision)) }
+        var wake: C.Instant?
+        if let next = decision.nextChange {
+            wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
         }
-        // Keep the decision without its reasons: the record holds them as one text, and with ten
-        // thousand queued jobs the copies add up.
+        guard var runtime = jobs[id] else {
+            return reconcileQueued(slot, decision: decision, reason: reason, activeCount: &activeCount, wake: wake)
+        }
+        if changed {
+            runtime.record.rule = decision.rule
+            runtime.record.reason = reason
+        }
+        // Keep the decision without its reasons: the record holds them as one text.
         var kept = decision
         kept.reasons = []
         runtime.decision = kept
@@ -315,18 +336,13 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             currentRate: runtime.rate, pausedByPolicy: runtime.pausedByPolicy,
             stableFor: lastChange.duration(to: clock.now), resumeAfter: policy.resumeAfter,
             canBind: configuration.canBind)
-        var wake: C.Instant?
-        if let next = decision.nextChange {
-            wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
-        }
-        let action = JobPlanner.plan(input)
-        switch action {
+        switch JobPlanner.plan(input) {
         case let .start(link, localAddress, rate):
             guard activeCount < configuration.maxActive else {
                 if runtime.record.state != .queued && runtime.record.state != .waiting {
                     runtime.record.state = .queued
                 }
-                runtime.record.reason = "waiting for a free transfer slot (\(configuration.maxActive) run at once)"
+                runtime.record.reason = Self.slotReason(configuration.maxActive)
                 jobs[id] = runtime
                 return wake
             }
@@ -362,30 +378,102 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         return wake
     }
 
-    /// Deletes finished jobs older than the retention, from the store and from memory; at most once a
-    /// minute unless `force`.
+    /// `reconcile` for a job that never started here: its entry changes, and its record is read from the
+    /// store only when it starts.
+    func reconcileQueued(_ slot: Int32, decision: Decision, reason: String, activeCount: inout Int,
+                         wake: C.Instant?) -> C.Instant? {
+        let entry = index[slot]
+        var wake = wake
+        let input = PlannerInput(
+            decision: decision, snapshot: snapshot, running: false, pausedByPolicy: false,
+            stableFor: lastChange.duration(to: clock.now), resumeAfter: policy.resumeAfter,
+            canBind: configuration.canBind)
+        var state = entry.state
+        var flags = entry.flags
+        flags.remove(.waitingForSlot)
+        switch JobPlanner.plan(input) {
+        case let .start(link, localAddress, rate):
+            guard activeCount < configuration.maxActive else {
+                if state != .queued && state != .waiting { state = .queued }
+                flags.insert(.waitingForSlot)
+                break
+            }
+            guard promote(slot, decision: decision, reason: reason) else { break }
+            activeCount += 1
+            start(entry.id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey)
+            return wake
+        case let .wait(remaining):
+            if !flags.contains(.waitAnnounced) {
+                events.publish(.waiting(job: entry.id, remaining: remaining))
+                flags.insert(.waitAnnounced)
+            }
+            state = .waiting
+            let resumeAt = clock.now.advanced(by: remaining)
+            wake = min(wake ?? resumeAt, resumeAt)
+        case .none, .pause, .adjust:
+            // Nothing runs, so nothing to stop or adjust.
+            if state == .queued && decision.action == .pause { state = .waiting }
+        }
+        index.modify(slot) {
+            $0.state = state
+            $0.flags = flags
+        }
+        return wake
+    }
+
+    /// Reads a job's record from the store to start its transfer: from now on `jobs` holds it.
+    func promote(_ slot: Int32, decision: Decision, reason: String) -> Bool {
+        let entry = index[slot]
+        let stored: JobRecord?
+        do {
+            stored = try store.job(entry.id)
+        } catch {
+            logger.error("\(error)", metadata: ["job": "\(entry.id)"])
+            return false
+        }
+        guard var record = stored else {
+            logger.error("job \(entry.id) is gone from the store; dropping it")
+            index.remove(entry.id)
+            return false
+        }
+        record.state = entry.state
+        record.rule = decision.rule
+        record.reason = reason
+        var runtime = JobRuntime<C.Instant>(record: record)
+        var kept = decision
+        kept.reasons = []
+        runtime.decision = kept
+        runtime.lastWaitAnnounced = entry.flags.contains(.waitAnnounced)
+        jobs[entry.id] = runtime
+        index.modify(slot) { $0.flags.insert(.live) }
+        return true
+    }
+
+    /// A finished job leaves memory once its transfer has ended: the store has its record.
+    func retire(_ id: String) {
+        if let runtime = jobs[id] {
+            guard runtime.record.state.isFinal, !runtime.running else { return }
+            jobs[id] = nil
+        }
+        index.remove(id)
+    }
+
+    static func slotReason(_ maxActive: Int) -> String {
+        "waiting for a free transfer slot (\(maxActive) run at once)"
+    }
+
+    /// Deletes finished jobs older than the retention from the store; at most once a minute unless `force`.
     func pruneFinished(force: Bool = false) {
         guard let retention = configuration.retention else { return }
         let wallNow = now
         if !force, let last = lastPrune, wallNow.timeIntervalSince(last) < 60 { return }
         lastPrune = wallNow
-        let ids: [String]
         do {
-            ids = try store.pruneFinished(before: wallNow.addingTimeInterval(-retention.seconds))
+            let ids = try store.pruneFinished(before: wallNow.addingTimeInterval(-retention.seconds))
+            if !ids.isEmpty { logger.info("pruned \(ids.count) finished job(s) older than \(retention)") }
         } catch {
             logger.warning("could not prune finished jobs: \(error)")
-            return
         }
-        guard !ids.isEmpty else { return }
-        let gone = Set(ids)
-        for id in ids {
-            if let record = jobs.removeValue(forKey: id)?.record, destinations[record.destination] == id {
-                destinations[record.destination] = nil
-            }
-        }
-        order.removeAll { gone.contains($0) }
-        schedule.removeAll { gone.contains($0.id) }
-        logger.info("pruned \(ids.count) finished job(s) older than \(retention)")
     }
 
     func schedule(_ instant: C.Instant?) {

@@ -115,6 +115,13 @@ public final class JobStore: Sendable {
                 try db.execute(sql: "ALTER TABLE job ADD COLUMN \(column) TEXT")
             }
         }
+        migrator.registerMigration("v6-paged-jobs") { db in
+            // The engine holds no queued job's record: `add` asks the store whether an unfinished job has the
+            // destination, and a finished job's paused time is read from here (not part of `JobRecord`:
+            // the status shows it beside the record).
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS job_destination ON job(destination)")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN paused_seconds REAL NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 
@@ -139,30 +146,93 @@ public final class JobStore: Sendable {
         try write("add a job") { db in try job.insert(db) }
     }
 
-    /// Saves every field of a job.
-    public func update(_ job: JobRecord) throws(EngineError) {
+    /// Saves every field of a job, and the time it has spent paused by the policy when given.
+    public func update(_ job: JobRecord, pausedSeconds: Double? = nil) throws(EngineError) {
         var job = job
         job.updatedAt = Date()
         let saved = job
-        try write("save a job") { db in try saved.update(db) }
+        try write("save a job") { db in
+            try saved.update(db)
+            if let pausedSeconds, pausedSeconds.isFinite {
+                try db.execute(sql: "UPDATE job SET paused_seconds = ? WHERE id = ?", arguments: [pausedSeconds, saved.id])
+            }
+        }
+    }
+
+    /// The time each of `ids` (every job when nil) spent paused by the policy, as last saved; jobs with
+    /// none are left out.
+    public func pausedSeconds(_ ids: [String]? = nil) throws(EngineError) -> [String: Double] {
+        try read("read paused times") { db in
+            var result: [String: Double] = [:]
+            let rows: [Row]
+            if let ids {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT id, paused_seconds FROM job WHERE paused_seconds > 0 AND id IN (\(ids.map { _ in "?" }.joined(separator: ",")))",
+                    arguments: StatementArguments(ids))
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT id, paused_seconds FROM job WHERE paused_seconds > 0")
+            }
+            for row in rows { result[row["id"]] = row["paused_seconds"] }
+            return result
+        }
     }
 
     public func job(_ id: String) throws(EngineError) -> JobRecord? {
         try read("read a job") { db in try JobRecord.fetchOne(db, key: id) }
     }
 
-    /// Every job, oldest first.
+    /// Every job, in the order they were added.
     public func jobs() throws(EngineError) -> [JobRecord] {
-        try read("list jobs") { db in try JobRecord.order(Column(JobRecord.CodingKeys.createdAt.rawValue), Column("id")).fetchAll(db) }
+        try read("list jobs") { db in try JobRecord.order(Column.rowID).fetchAll(db) }
     }
+
+    /// The jobs in `state`, in the order they were added.
+    public func jobs(in state: JobState) throws(EngineError) -> [JobRecord] {
+        try read("list jobs") { db in
+            try JobRecord.filter(Column("state") == state.rawValue).order(Column.rowID).fetchAll(db)
+        }
+    }
+
+    /// Every job that is not finished, in the order they were added, each turned into what the caller keeps
+    /// of it as it is read (so a long queue is never held as records).
+    func unfinishedJobs<T: Sendable>(_ transform: @escaping @Sendable (JobRecord) -> T) throws(EngineError) -> [T] {
+        try read("list jobs") { db in
+            let cursor = try JobRecord.filter(!Self.finalStates.contains(Column("state"))).order(Column.rowID).fetchCursor(db)
+            var result: [T] = []
+            while let record = try cursor.next() { result.append(transform(record)) }
+            return result
+        }
+    }
+
+    /// The unfinished job that downloads to `destination`, if any: its id and owner.
+    public func unfinishedJob(at destination: String) throws(EngineError) -> (id: String, ownerUID: UInt32?)? {
+        try read("look up a destination") { db in
+            let row = try Row.fetchOne(
+                db, sql: "SELECT id, owner_uid FROM job WHERE destination = ? AND state NOT IN (?, ?, ?) LIMIT 1",
+                arguments: [destination] + StatementArguments(Self.finalStates))
+            return row.map { (id: $0["id"], ownerUID: $0["owner_uid"]) }
+        }
+    }
+
+    /// How many jobs are in each state.
+    public func countsByState() throws(EngineError) -> [JobState: Int] {
+        try read("count jobs") { db in
+            var counts: [JobState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM job GROUP BY state") {
+                if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    static let finalStates = [JobState.completed, .failed, .cancelled].map(\.rawValue)
 
     /// Deletes the finished (completed, failed, cancelled) jobs last changed before `cutoff`; returns
     /// their ids.
     @discardableResult
     public func pruneFinished(before cutoff: Date) throws(EngineError) -> [String] {
         try write("prune finished jobs") { db in
-            let finished = [JobState.completed, .failed, .cancelled].map(\.rawValue)
-            let old = JobRecord.filter(finished.contains(Column("state")) && Column("updated_at") < cutoff)
+            let old = JobRecord.filter(Self.finalStates.contains(Column("state")) && Column("updated_at") < cutoff)
             let ids = try String.fetchAll(db, old.select(Column("id")))
             try old.deleteAll(db)
             return ids

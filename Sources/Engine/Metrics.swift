@@ -7,20 +7,22 @@ import Policy
 /// The daemon's figures as Prometheus text (exposition format 0.0.4), for `GET /metrics` on the control
 /// socket, `--metrics-listen` and `--metrics-textfile` alike. Names follow Prometheus conventions: a
 /// `meterwise_` prefix, base units in the name (`_bytes`, `_seconds`), `_total` on counters, `_info` on
-/// metrics whose labels are the information. Per-job series only for jobs not yet finished, so a fleet's
-/// series count stays bounded by what is queued.
+/// metrics whose labels are the information. Per-job series only for jobs that started a transfer and are
+/// not finished (a queued job has paused for no time), so a fleet's series count stays bounded by what
+/// runs, not by what is queued; a scrape reads no job records.
 public enum Metrics {
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     public static func render<C: Clock>(engine: Engine<C>) async -> String where C.Duration == Duration, C.Instant: Sendable {
-        let jobs = await engine.list()
+        let counts = await engine.stateCounts()
+        let paused = await engine.pausedSeconds()
         let snapshot = await engine.snapshot
         let pass = await engine.lastPass
         let primaryMetered = await engine.primaryIsMetered()
         var text = Text()
         text.family("meterwise_jobs", .gauge, "Jobs by state.")
         for state in JobState.allCases {
-            text.sample("meterwise_jobs", ["state": state.rawValue], jobs.filter { $0.job.state == state }.count)
+            text.sample("meterwise_jobs", ["state": state.rawValue], counts[state] ?? 0)
         }
         text.family("meterwise_link_received_bytes_total", .counter, "Bytes received by transfers, per link.")
         let kinds = Dictionary(snapshot.links.map { ($0.name, $0.kind.rawValue) }, uniquingKeysWith: { a, _ in a })
@@ -31,9 +33,9 @@ public enum Metrics {
         for (key, bytes) in engine.accounting.usage.bytes.sorted(by: { $0.key < $1.key }) {
             text.sample("meterwise_budget_used_bytes", ["budget": key], bytes)
         }
-        text.family("meterwise_job_paused_seconds", .gauge, "Time each unfinished job has spent paused by the policy.")
-        for status in jobs where !status.job.state.isFinal {
-            text.sample("meterwise_job_paused_seconds", ["job": status.job.id], status.pausedSeconds)
+        text.family("meterwise_job_paused_seconds", .gauge, "Time each started, unfinished job has spent paused by the policy.")
+        for (job, seconds) in paused {
+            text.sample("meterwise_job_paused_seconds", ["job": job], seconds)
         }
         text.family("meterwise_primary_link_info", .gauge, "The primary uplink: its name, kind and whether the policy counts it metered.")
         if let primary = snapshot.primary {

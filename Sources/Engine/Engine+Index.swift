@@ -1,0 +1,113 @@
+import Foundation
+import MeterwiseClient
+import Policy
+
+/// Reading and changing jobs whose records are in the store, not in memory: the queued ones (in `index`)
+/// and the finished ones.
+extension Engine {
+    /// The reason text of each class and size, decided once for a whole `list`.
+    struct ReasonCache {
+        let context: DecisionContext
+        var reasons: [SizedClass: String] = [:]
+
+        mutating func reason(_ entry: JobEntry, classes: InternTable<JobClass>) -> String {
+            let key = SizedClass(jobClass: entry.jobClass, size: entry.size)
+            if let known = reasons[key] { return known }
+            let reason = context.decide(job: classes[entry.jobClass].info(size: entry.policySize)).reasons
+                .joined(separator: "; ")
+            reasons[key] = reason
+            return reason
+        }
+    }
+
+    /// The job as status shows it: its live runtime, or its stored record with what the index knows now.
+    func view(_ id: String) -> JobRuntime<C.Instant>? {
+        if let live = jobs[id] { return live }
+        let stored: JobRecord?
+        do {
+            stored = try store.job(id)
+        } catch {
+            logger.error("\(error)", metadata: ["job": "\(id)"])
+            return nil
+        }
+        guard let record = stored else { return nil }
+        var reasons = ReasonCache(context: policy.context(snapshot: snapshot, usage: accounting.usage, now: now,
+                                                          timeZone: configuration.timeZone))
+        let paused = (try? store.pausedSeconds([id]))?[id] ?? 0
+        return view(of: record, pausedSeconds: paused, reasons: &reasons)
+    }
+
+    func view(of record: JobRecord, pausedSeconds: Double, reasons: inout ReasonCache) -> JobRuntime<C.Instant> {
+        if let live = jobs[record.id] { return live }
+        var runtime = JobRuntime<C.Instant>(record: record)
+        runtime.pausedTotal = .seconds(pausedSeconds)
+        guard let entry = index.entry(record.id) else { return runtime }
+        // The store's state, rule and reason of a queued job are from when it was last saved; the pass's
+        // are newer.
+        runtime.record.state = entry.state
+        runtime.lastWaitAnnounced = entry.flags.contains(.waitAnnounced)
+        if let key = index.decision(of: entry) {
+            runtime.record.rule = key.rule
+            runtime.record.reason = entry.flags.contains(.waitingForSlot)
+                ? Self.slotReason(configuration.maxActive) : reasons.reason(entry, classes: index.classes)
+            runtime.decision = Decision(action: key.action, rate: key.rate, allowedLinks: key.allowedLinks, rule: key.rule)
+        }
+        return runtime
+    }
+
+    /// Changes a job's record and saves it: in memory for a live job, in the store for the others (the
+    /// index follows). A job this finishes leaves memory, unless its transfer is still ending.
+    func change(_ id: String, _ body: (inout JobRecord) -> Void) {
+        if jobs[id] != nil {
+            body(&jobs[id]!.record)
+            persist(id)
+            retire(id)  // only if finished and not running
+            return
+        }
+        guard var record = view(id)?.record else { return }
+        body(&record)
+        record.updatedAt = now
+        do {
+            try store.update(record)
+        } catch {
+            logger.error("\(error)", metadata: ["job": "\(id)"])
+            return
+        }
+        let state = record.state
+        if state.isFinal {
+            index.remove(id)
+        } else if let slot = index.slot(of: id) {
+            index.modify(slot) {
+                $0.state = state
+                $0.flags.subtract([.waitAnnounced, .waitingForSlot])
+            }
+        } else {
+            index.insert(JobIndex.Row(record))  // a failed job, resumed
+        }
+    }
+
+    /// How many jobs are in each state (for /metrics): finished ones as the store counts them, the others as
+    /// they stand now.
+    public func stateCounts() -> [JobState: Int] {
+        var counts = index.stateCounts()
+        do {
+            for (state, count) in try store.countsByState() where state.isFinal { counts[state, default: 0] += count }
+        } catch {
+            logger.error("\(error)")
+        }
+        for runtime in jobs.values where !runtime.record.state.isFinal {
+            counts[runtime.record.state, default: 0] += 1
+        }
+        return counts
+    }
+
+    /// The time each job that started and is not finished has spent paused by the policy (a job that never
+    /// started has none).
+    public func pausedSeconds() -> [(job: String, seconds: Double)] {
+        jobs.values.filter { !$0.record.state.isFinal }.map { runtime in
+            var paused = runtime.pausedTotal
+            if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
+            return (runtime.record.id, paused.seconds)
+        }.sorted { $0.job < $1.job }
+    }
+}

@@ -1,0 +1,203 @@
+import MeterwiseClient
+import Policy
+
+/// What the policy needs of a job besides its size. Jobs alike share one class, so a pass decides each
+/// class (and size) once, and a queued job costs the index a number, not a copy of its tags.
+struct JobClass: Hashable, Sendable {
+    var priority: Int
+    var tags: [String]
+    var allowMetered: Bool
+    var allowRoaming: Bool?
+
+    init(_ record: JobRecord) {
+        priority = record.priority
+        tags = record.tags
+        allowMetered = record.allowMetered
+        allowRoaming = record.allowRoaming
+    }
+
+    /// The job as the policy sees it (no id: the decision does not depend on which job it is).
+    func info(size: Int64?) -> JobInfo {
+        JobInfo(size: size, priority: priority, tags: tags, allowMetered: allowMetered, allowRoaming: allowRoaming)
+    }
+}
+
+/// The parts of a decision that say what a job does: when they are the same as last time, nothing changed.
+struct DecisionKey: Hashable, Sendable {
+    var action: Action
+    var rule: String?
+    var allowedLinks: [String]
+    var rate: Int64?
+
+    init(_ decision: Decision) {
+        action = decision.action
+        rule = decision.rule
+        allowedLinks = decision.allowedLinks
+        rate = decision.rate
+    }
+}
+
+/// One job that is not finished, as the index keeps it: 48 bytes, no heap of its own (an id of up to 15
+/// bytes is stored inline by `String`).
+struct JobEntry: Sendable {
+    struct Flags: OptionSet, Sendable {
+        let rawValue: UInt8
+        /// The engine holds the job's record and transfer (`Engine.jobs`); the fields below are then the
+        /// runtime's, and only `id`, `priority`, `jobClass` and `decision` here count.
+        static let live = Flags(rawValue: 1)
+        /// `ownerUID` is set (jobs stored before owners were recorded have none: the daemon's own).
+        static let owned = Flags(rawValue: 2)
+        /// A `waiting` event was published for the current wait.
+        static let waitAnnounced = Flags(rawValue: 4)
+        /// Allowed to run, but every transfer slot was taken at the last pass.
+        static let waitingForSlot = Flags(rawValue: 8)
+    }
+
+    var id: String
+    /// The size the policy judges: the server's once known, else the declared one; -1 when neither.
+    var size: Int64
+    var jobClass: Int32
+    /// The last decision's number in `JobIndex.decisions`; -1 before the first.
+    var decision: Int32
+    var ownerUID: UInt32
+    var priority: Int32
+    var state: JobState
+    var flags: Flags
+
+    var policySize: Int64? { size < 0 ? nil : size }
+    var owner: UInt32? { flags.contains(.owned) ? ownerUID : nil }
+    var isLive: Bool { flags.contains(.live) }
+}
+
+/// Every job that is not finished, in the few bytes a pass needs: the id, priority, state, owner, a class
+/// number for what the policy judges and the last decision's number. Records themselves stay in the store
+/// until a job starts or someone asks about it, so memory grows by about 70 bytes per queued job.
+///
+/// `schedule` holds the entries in the order a pass decides them: priority first, then the order they
+/// were added; kept sorted as jobs come and go, so no pass sorts.
+struct JobIndex: Sendable {
+    private(set) var entries: [JobEntry] = []
+    private var unusedEntries: [Int32] = []
+    private var slots: [String: Int32] = [:]
+    private(set) var schedule: [Int32] = []
+    private(set) var classes = InternTable<JobClass>()
+    private(set) var decisions = InternTable<DecisionKey>()
+
+    /// Jobs here that are queued or waiting and not live (`Engine.jobs` counts the live ones).
+    private(set) var waitingCount = 0
+
+    var count: Int { slots.count }
+    var isEmpty: Bool { slots.isEmpty }
+
+    func slot(of id: String) -> Int32? { slots[id] }
+
+    subscript(slot: Int32) -> JobEntry { entries[Int(slot)] }
+
+    func entry(_ id: String) -> JobEntry? { slots[id].map { entries[Int($0)] } }
+
+    /// The last decision of the entry, if it had one.
+    func decision(of entry: JobEntry) -> DecisionKey? { entry.decision < 0 ? nil : decisions[entry.decision] }
+
+    /// What the index takes of a record.
+    struct Row: Sendable {
+        var id: String
+        var jobClass: JobClass
+        var size: Int64?
+        var ownerUID: UInt32?
+        var state: JobState
+
+        init(_ record: JobRecord) {
+            id = record.id
+            jobClass = JobClass(record)
+            size = record.totalBytes ?? record.size
+            ownerUID = record.ownerUID
+            state = record.state
+        }
+    }
+
+    /// Adds a job as the newest of its priority.
+    @discardableResult
+    mutating func insert(_ row: Row) -> Int32 {
+        let slot = store(row)
+        let priority = entries[Int(slot)].priority
+        var low = 0, high = schedule.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[Int(schedule[mid])].priority >= priority { low = mid + 1 } else { high = mid }
+        }
+        schedule.insert(slot, at: low)
+        return slot
+    }
+
+    /// Adds jobs oldest first, sorting the schedule once (a daemon's start with a long queue).
+    mutating func load(_ rows: some Sequence<Row>) {
+        for row in rows { schedule.append(store(row)) }
+        let entries = self.entries
+        // Stable: without reused slots, a lower slot is an older job.
+        schedule.sort { a, b in
+            let pa = entries[Int(a)].priority, pb = entries[Int(b)].priority
+            return pa != pb ? pa > pb : a < b
+        }
+    }
+
+    private mutating func store(_ row: Row) -> Int32 {
+        remove(row.id)  // a job indexed again (resumed) starts afresh
+        var flags: JobEntry.Flags = []
+        if row.ownerUID != nil { flags.insert(.owned) }
+        let entry = JobEntry(
+            id: row.id, size: row.size ?? -1, jobClass: classes.acquire(row.jobClass), decision: -1,
+            ownerUID: row.ownerUID ?? 0, priority: Int32(clamping: row.jobClass.priority), state: row.state, flags: flags)
+        let slot: Int32
+        if let reused = unusedEntries.popLast() {
+            slot = reused
+            entries[Int(slot)] = entry
+        } else {
+            slot = Int32(entries.count)
+            entries.append(entry)
+        }
+        slots[row.id] = slot
+        waitingCount += Self.waits(entry)
+        return slot
+    }
+
+    /// Drops a job (finished, or gone from the store).
+    mutating func remove(_ id: String) {
+        guard let slot = slots.removeValue(forKey: id) else { return }
+        let entry = entries[Int(slot)]
+        waitingCount -= Self.waits(entry)
+        classes.release(entry.jobClass)
+        if entry.decision >= 0 { decisions.release(entry.decision) }
+        if let position = schedule.firstIndex(of: slot) { schedule.remove(at: position) }
+        entries[Int(slot)] = JobEntry(id: "", size: -1, jobClass: -1, decision: -1, ownerUID: 0, priority: 0,
+                                      state: .cancelled, flags: [])
+        unusedEntries.append(slot)
+    }
+
+    /// Changes an entry's state, flags or size (not its class or decision: `setDecision`).
+    mutating func modify(_ slot: Int32, _ body: (inout JobEntry) -> Void) {
+        waitingCount -= Self.waits(entries[Int(slot)])
+        body(&entries[Int(slot)])
+        waitingCount += Self.waits(entries[Int(slot)])
+    }
+
+    private static func waits(_ entry: JobEntry) -> Int {
+        !entry.isLive && (entry.state == .queued || entry.state == .waiting) ? 1 : 0
+    }
+
+    /// How many of the jobs that are not live are in each state.
+    func stateCounts() -> [JobState: Int] {
+        var counts: [JobState: Int] = [:]
+        for entry in entries where !entry.id.isEmpty && !entry.isLive { counts[entry.state, default: 0] += 1 }
+        return counts
+    }
+
+    /// Records the entry's decision; false when it is the one it had.
+    mutating func setDecision(_ slot: Int32, _ key: DecisionKey) -> Bool {
+        let old = entries[Int(slot)].decision
+        if old >= 0, decisions[old] == key { return false }
+        let new = decisions.acquire(key)
+        if old >= 0 { decisions.release(old) }
+        entries[Int(slot)].decision = new
+        return true
+    }
+}
