@@ -52,6 +52,27 @@ uint64_t mw_tcp_bytes_received(const struct mw_tcp_info *info, unsigned length) 
     return value;
 }
 
+uint32_t mw_tcp_min_rtt(const struct mw_tcp_info *info, unsigned length) {
+    size_t offset = offsetof(struct tcp_info, tcpi_min_rtt);
+    uint32_t value = 0;
+    if (length < offset + sizeof(value)) return 0;
+    memcpy(&value, info->raw + offset, sizeof(value));
+    if (value == 0 || value == UINT32_MAX) {
+        // No sample yet (or a kernel before 4.6): the smoothed RTT of the handshake and request.
+        offset = offsetof(struct tcp_info, tcpi_rtt);
+        memcpy(&value, info->raw + offset, sizeof(value));
+    }
+    return value;
+}
+
+uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length) {
+    size_t offset = offsetof(struct tcp_info, tcpi_advmss);
+    uint32_t value = 0;
+    if (length < offset + sizeof(value)) return 0;
+    memcpy(&value, info->raw + offset, sizeof(value));
+    return value;
+}
+
 #include <malloc.h>
 
 void mw_tune_malloc(int trim_threshold, int mmap_threshold) {

@@ -49,11 +49,13 @@ extension Engine {
         } catch {
             throw EngineError(.invalidRequest, error.message)
         }
-        try store.insert(record)
-        index.insert(JobIndex.Row(record))
+        let sequence = try store.insert(record)
+        index.insert(JobIndex.Row(record, sequence: sequence))
         events.publish(.added(job: id))
         let decision = reconcile(id)
         if let live = jobs[id] { return live.record }
+        // Finished already (it could not start): as the store has it.
+        if index.entry(id) == nil { return view(id)?.record ?? record }
         // Queued: the record as added, with where the first decision left it.
         if let entry = index.entry(id) { record.state = entry.state }
         if let decision {
@@ -190,7 +192,7 @@ extension Engine {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue); it cannot be paused")
         }
         stopTransfer(id, reason: "paused by the user", byUser: true, cancel: false)
-        change(id) { $0.state = .paused }
+        try change(id) { $0.state = .paused }
     }
 
     /// Lifts the user's pause; the policy decides from here.
@@ -201,7 +203,7 @@ extension Engine {
         }
         // A failed job gave its destination up: another job may have taken it since.
         try checkDestinationFree(runtime.record.destination, for: asker, except: id)
-        change(id) {
+        try change(id) {
             $0.state = .queued
             $0.error = nil
         }
@@ -220,6 +222,6 @@ extension Engine {
             Self.removePartialFiles(of: runtime.record)
             events.publish(.cancelled(job: id))
         }
-        change(id) { $0.state = .cancelled }
+        try change(id) { $0.state = .cancelled }
     }
 }

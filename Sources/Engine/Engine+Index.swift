@@ -57,22 +57,17 @@ extension Engine {
 
     /// Changes a job's record and saves it: in memory for a live job, in the store for the others (the
     /// index follows). A job this finishes leaves memory, unless its transfer is still ending.
-    func change(_ id: String, _ body: (inout JobRecord) -> Void) {
+    func change(_ id: String, _ body: (inout JobRecord) -> Void) throws(EngineError) {
         if jobs[id] != nil {
             body(&jobs[id]!.record)
             persist(id)
             retire(id)  // only if finished and not running
             return
         }
-        guard var record = view(id)?.record else { return }
+        guard var record = view(id)?.record else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
         body(&record)
         record.updatedAt = now
-        do {
-            try store.update(record)
-        } catch {
-            logger.error("\(error)", metadata: ["job": "\(id)"])
-            return
-        }
+        try store.update(record)
         let state = record.state
         if state.isFinal {
             index.remove(id)
@@ -82,7 +77,9 @@ extension Engine {
                 $0.flags.subtract([.waitAnnounced, .waitingForSlot])
             }
         } else {
-            index.insert(JobIndex.Row(record))  // a failed job, resumed
+            // A failed job, resumed: back in its place among the jobs added before and after it.
+            guard let sequence = try store.sequence(of: id) else { return }
+            index.insert(JobIndex.Row(record, sequence: sequence))
         }
     }
 
@@ -101,13 +98,22 @@ extension Engine {
         return counts
     }
 
-    /// The time each job that started and is not finished has spent paused by the policy (a job that never
-    /// started has none).
+    /// The time each unfinished job that has paused has spent paused by the policy (a job that never
+    /// started has none, and no series).
     public func pausedSeconds() -> [(job: String, seconds: Double)] {
-        jobs.values.filter { !$0.record.state.isFinal }.map { runtime in
+        var result = jobs.values.filter { !$0.record.state.isFinal }.map { runtime in
             var paused = runtime.pausedTotal
             if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
-            return (runtime.record.id, paused.seconds)
-        }.sorted { $0.job < $1.job }
+            return (job: runtime.record.id, seconds: paused.seconds)
+        }
+        // Queued jobs that paused before (a restart since): their time as saved.
+        do {
+            for (id, seconds) in try store.pausedSeconds() where jobs[id] == nil && index.entry(id) != nil {
+                result.append((id, seconds))
+            }
+        } catch {
+            logger.error("\(error)")
+        }
+        return result.sorted { $0.job < $1.job }
     }
 }

@@ -9,8 +9,10 @@ import Transfer
 /// Carrying decisions out: starting, re-routing and stopping transfers, their events and outcomes, and
 /// saving what changed.
 extension Engine {
-    func start(_ id: String, link: String, localAddress: String?, rate: Int64?, budgetKey: String?) {
-        guard var runtime = jobs[id] else { return }
+    /// Starts (or resumes) the job's transfer; false when it could not (the job failed, with the reason).
+    @discardableResult
+    func start(_ id: String, link: String, localAddress: String?, rate: Int64?, budgetKey: String?) -> Bool {
+        guard var runtime = jobs[id] else { return false }
         let download: Download
         if let existing = runtime.download {
             download = existing
@@ -27,7 +29,7 @@ extension Engine {
                 persist(id)
                 events.publish(.failed(job: id, error.message))
                 retire(id)
-                return
+                return false
             }
             download = makeDownload(for: runtime.record, tls: settings.tls, proxy: settings.proxy)
             runtime.download = download
@@ -54,6 +56,7 @@ extension Engine {
         persist(id)
         events.publish(.started(job: id, link: link, bound: localAddress != nil, resumedFrom: runtime.record.bytesDone))
         commandSink.yield(.drive(id, download))
+        return true
     }
 
     /// Points the job's bytes at its link and budget, with the budget's allowance.

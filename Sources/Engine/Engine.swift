@@ -90,7 +90,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             try store.update(record)
         }
         // Records stay in the store: each is read as it is indexed and dropped.
-        index.load(try store.unfinishedJobs { JobIndex.Row($0) })
+        index.load(try store.unfinishedJobs { JobIndex.Row($0, sequence: $1) })
     }
 
     /// The wall-clock time on the engine's clock.
@@ -153,8 +153,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         await withTaskGroup(of: Void.self) { group in
             for download in pausing { group.addTask { await download.pause() } }
         }
-        for (id, runtime) in jobs where runtime.record.state == .running {
-            jobs[id]?.record.state = .queued
+        // Every live job is saved: a running one as queued (it resumes at the next start), and each one's
+        // paused time up to now.
+        for (id, runtime) in jobs where !runtime.record.state.isFinal {
+            if runtime.record.state == .running { jobs[id]?.record.state = .queued }
             persist(id)
         }
         saveAccounting()
@@ -346,9 +348,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 jobs[id] = runtime
                 return wake
             }
-            activeCount += 1
             jobs[id] = runtime
-            start(id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey)
+            // A job that fails to start (a TLS file gone) takes no slot.
+            if start(id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey) { activeCount += 1 }
             return wake
         case let .pause(reason):
             jobs[id] = runtime
@@ -398,9 +400,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 flags.insert(.waitingForSlot)
                 break
             }
-            guard promote(slot, decision: decision, reason: reason) else { break }
-            activeCount += 1
-            start(entry.id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey)
+            // Not readable from the store: the entry may be gone, and is left as it is.
+            guard promote(slot, decision: decision, reason: reason) else { return wake }
+            if start(entry.id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey) { activeCount += 1 }
             return wake
         case let .wait(remaining):
             if !flags.contains(.waitAnnounced) {
@@ -443,6 +445,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         var kept = decision
         kept.reasons = []
         runtime.decision = kept
+        // Paused time saved before (a restart, a failed job resumed) goes on counting.
+        if let saved = (try? store.pausedSeconds([entry.id]))?[entry.id] { runtime.pausedTotal = .seconds(saved) }
         runtime.lastWaitAnnounced = entry.flags.contains(.waitAnnounced)
         jobs[entry.id] = runtime
         index.modify(slot) { $0.flags.insert(.live) }

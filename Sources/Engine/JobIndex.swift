@@ -37,7 +37,7 @@ struct DecisionKey: Hashable, Sendable {
     }
 }
 
-/// One job that is not finished, as the index keeps it: 48 bytes, no heap of its own (an id of up to 15
+/// One job that is not finished, as the index keeps it: 56 bytes, no heap of its own (an id of up to 15
 /// bytes is stored inline by `String`).
 struct JobEntry: Sendable {
     struct Flags: OptionSet, Sendable {
@@ -63,6 +63,8 @@ struct JobEntry: Sendable {
     var priority: Int32
     var state: JobState
     var flags: Flags
+    /// The job's place in the order jobs were added (the store's rowid): among equal priorities, older first.
+    var sequence: Int64
 
     var policySize: Int64? { size < 0 ? nil : size }
     var owner: UInt32? { flags.contains(.owned) ? ownerUID : nil }
@@ -105,8 +107,10 @@ struct JobIndex: Sendable {
         var size: Int64?
         var ownerUID: UInt32?
         var state: JobState
+        var sequence: Int64
 
-        init(_ record: JobRecord) {
+        init(_ record: JobRecord, sequence: Int64) {
+            self.sequence = sequence
             id = record.id
             jobClass = JobClass(record)
             size = record.totalBytes ?? record.size
@@ -115,29 +119,30 @@ struct JobIndex: Sendable {
         }
     }
 
-    /// Adds a job as the newest of its priority.
+    /// Adds a job in its place: after every job of a higher priority, and of the same priority added before it.
     @discardableResult
     mutating func insert(_ row: Row) -> Int32 {
         let slot = store(row)
-        let priority = entries[Int(slot)].priority
+        let entry = entries[Int(slot)]
         var low = 0, high = schedule.count
         while low < high {
             let mid = (low + high) / 2
-            if entries[Int(schedule[mid])].priority >= priority { low = mid + 1 } else { high = mid }
+            if Self.before(entries[Int(schedule[mid])], entry) { low = mid + 1 } else { high = mid }
         }
         schedule.insert(slot, at: low)
         return slot
     }
 
-    /// Adds jobs oldest first, sorting the schedule once (a daemon's start with a long queue).
+    /// Adds jobs, sorting the schedule once (a daemon's start with a long queue).
     mutating func load(_ rows: some Sequence<Row>) {
         for row in rows { schedule.append(store(row)) }
         let entries = self.entries
-        // Stable: without reused slots, a lower slot is an older job.
-        schedule.sort { a, b in
-            let pa = entries[Int(a)].priority, pb = entries[Int(b)].priority
-            return pa != pb ? pa > pb : a < b
-        }
+        schedule.sort { Self.before(entries[Int($0)], entries[Int($1)]) }
+    }
+
+    /// The order of a pass: priority first, then the order jobs were added.
+    static func before(_ a: JobEntry, _ b: JobEntry) -> Bool {
+        a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
     }
 
     private mutating func store(_ row: Row) -> Int32 {
@@ -146,7 +151,8 @@ struct JobIndex: Sendable {
         if row.ownerUID != nil { flags.insert(.owned) }
         let entry = JobEntry(
             id: row.id, size: row.size ?? -1, jobClass: classes.acquire(row.jobClass), decision: -1,
-            ownerUID: row.ownerUID ?? 0, priority: Int32(clamping: row.jobClass.priority), state: row.state, flags: flags)
+            ownerUID: row.ownerUID ?? 0, priority: Int32(clamping: row.jobClass.priority), state: row.state, flags: flags,
+            sequence: row.sequence)
         let slot: Int32
         if let reused = unusedEntries.popLast() {
             slot = reused
@@ -169,7 +175,7 @@ struct JobIndex: Sendable {
         if entry.decision >= 0 { decisions.release(entry.decision) }
         if let position = schedule.firstIndex(of: slot) { schedule.remove(at: position) }
         entries[Int(slot)] = JobEntry(id: "", size: -1, jobClass: -1, decision: -1, ownerUID: 0, priority: 0,
-                                      state: .cancelled, flags: [])
+                                      state: .cancelled, flags: [], sequence: 0)
         unusedEntries.append(slot)
     }
 

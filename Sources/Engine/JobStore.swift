@@ -142,8 +142,20 @@ public final class JobStore: Sendable {
     }
 
     /// Adds a job; fails when one with the same id exists.
-    public func insert(_ job: JobRecord) throws(EngineError) {
-        try write("add a job") { db in try job.insert(db) }
+    /// Returns the job's place in the order jobs were added (its rowid).
+    @discardableResult
+    public func insert(_ job: JobRecord) throws(EngineError) -> Int64 {
+        try write("add a job") { db in
+            try job.insert(db)
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// A job's place in the order jobs were added (its rowid), if it is stored.
+    public func sequence(of id: String) throws(EngineError) -> Int64? {
+        try read("read a job") { db in
+            try Int64.fetchOne(db, sql: "SELECT rowid FROM job WHERE id = ?", arguments: [id])
+        }
     }
 
     /// Saves every field of a job, and the time it has spent paused by the policy when given.
@@ -195,11 +207,15 @@ public final class JobStore: Sendable {
 
     /// Every job that is not finished, in the order they were added, each turned into what the caller keeps
     /// of it as it is read (so a long queue is never held as records).
-    func unfinishedJobs<T: Sendable>(_ transform: @escaping @Sendable (JobRecord) -> T) throws(EngineError) -> [T] {
+    func unfinishedJobs<T: Sendable>(_ transform: @escaping @Sendable (JobRecord, _ sequence: Int64) -> T) throws(EngineError) -> [T] {
         try read("list jobs") { db in
-            let cursor = try JobRecord.filter(!Self.finalStates.contains(Column("state"))).order(Column.rowID).fetchCursor(db)
+            let request = JobRecord.select(AllColumns(), Column.rowID.forKey("meterwise_sequence"))
+                .filter(!Self.finalStates.contains(Column("state"))).order(Column.rowID)
+            let rows = try Row.fetchCursor(db, request)
             var result: [T] = []
-            while let record = try cursor.next() { result.append(transform(record)) }
+            while let row = try rows.next() {
+                result.append(transform(try JobRecord(row: row), row["meterwise_sequence"]))
+            }
             return result
         }
     }

@@ -43,7 +43,15 @@ final class ConnectionTap: Sendable {
     /// TCP_WINDOW_CLAMP (linux/tcp.h).
     static let windowClamp = NIOBSDSocket.Option(rawValue: 10)
 
-    private let channels = Mutex<[ObjectIdentifier: (channel: any Channel, counter: ReadCounter)]>([:])
+    /// One open connection: its reads, its window's governor, and whether a pause froze its window.
+    struct Tapped: Sendable {
+        var channel: any Channel
+        var counter: ReadCounter
+        var governor: WindowGovernor
+        var frozen = false
+    }
+
+    private let channels = Mutex<[ObjectIdentifier: Tapped]>([:])
     /// Every byte NIO read from any connection of this client.
     let read = Atomic<Int64>(0)
 
@@ -52,16 +60,17 @@ final class ConnectionTap: Sendable {
         let key = ObjectIdentifier(channel)
         channel.closeFuture.whenComplete { [self] _ in _ = channels.withLock { $0.removeValue(forKey: key) } }
         return channel.eventLoop.submit { [self] in
+            clampFromTheStart(channel, key: key)
             let pipeline = channel.pipeline.syncOperations
             if let tls = try? pipeline.handler(type: NIOSSLClientHandler.self) {
                 // TLS: the socket's bytes before the TLS handler, the HTTP parser's after it.
                 let socket = ReadCounter(tap: nil)
-                channels.withLock { $0[key] = (channel, socket) }
+                channels.withLock { $0[key] = Tapped(channel: channel, counter: socket, governor: WindowGovernor(at: .now)) }
                 try pipeline.addHandler(socket, position: .first)
                 try pipeline.addHandler(ReadCounter(tap: self), position: .after(tls))
             } else {
                 let counter = ReadCounter(tap: self)
-                channels.withLock { $0[key] = (channel, counter) }
+                channels.withLock { $0[key] = Tapped(channel: channel, counter: counter, governor: WindowGovernor(at: .now)) }
                 try pipeline.addHandler(counter, position: .first)
             }
         }
@@ -71,10 +80,67 @@ final class ConnectionTap: Sendable {
     /// edge it advertised, and offers nothing beyond it but `pausedWindow`, so reading what the kernel holds
     /// does not invite more. (Shrinking SO_RCVBUF instead makes the kernel drop data already in flight.)
     func freezeWindows() {
-        let clamp = ChannelOptions.Types.SocketOption(level: .tcp, name: Self.windowClamp)
-        for (channel, _) in channels.withLock({ Array($0.values) }) {
-            _ = channel.setOption(clamp, value: SocketOptionValue(Self.pausedWindow))
+        let frozen = channels.withLock { table in
+            for key in table.keys { table[key]?.frozen = true }
+            return table.values.map(\.channel)
         }
+        for channel in frozen {
+            _ = channel.setOption(Self.clampOption, value: SocketOptionValue(Self.pausedWindow))
+        }
+    }
+
+    static let clampOption = ChannelOptions.Types.SocketOption(level: .tcp, name: windowClamp)
+
+    /// Clamps each running connection's window to what its rate needs (`WindowGovernor`), so a pause finds
+    /// little in flight; called every `WindowGovernor.period`. A window a pause froze is left as it is: the check and
+    /// the clamp run on the connection's event loop, where `freezeWindows`' clamp comes after.
+    func governWindows() async {
+        let open = channels.withLock { table in table.filter { !$0.value.frozen }.map { (key: $0.key, channel: $0.value.channel) } }
+        for (key, channel) in open {
+            guard let provider = channel as? any SocketOptionProvider,
+                let info: mw_tcp_info = try? await provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).get()
+            else { continue }
+            let length = UInt32(MemoryLayout<mw_tcp_info>.size)
+            let micros = withUnsafePointer(to: info) { mw_tcp_min_rtt($0, length) }
+            let segment = withUnsafePointer(to: info) { Int(mw_tcp_advmss($0, length)) }
+            let now = ContinuousClock.now
+            let window: Int? = channels.withLock { table in
+                guard var entry = table[key], !entry.frozen else { return nil }
+                let window = entry.governor.window(read: entry.counter.total.load(ordering: .relaxed), at: now,
+                                                   minRTT: micros > 0 ? .microseconds(micros) : nil, segment: segment,
+                                                   connections: open.count)
+                table[key] = entry
+                return window
+            }
+            guard let window else { continue }
+            channel.eventLoop.execute { [self] in
+                guard channels.withLock({ $0[key].map { !$0.frozen } ?? false }) else { return }
+                _ = channel.setOption(Self.clampOption, value: SocketOptionValue(clamping: window))
+            }
+        }
+    }
+
+    /// A new connection's window before its first turn of `governWindows`: the kernel's autotuning would
+    /// grow it meanwhile, and a pause in those first milliseconds would throw that away.
+    private func clampFromTheStart(_ channel: any Channel, key: ObjectIdentifier) {
+        guard let provider = channel as? any SocketOptionProvider else { return }
+        let others = channels.withLock { $0.count }
+        provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).whenSuccess { [self] (info: mw_tcp_info) in
+            let segment = withUnsafePointer(to: info) { Int(mw_tcp_advmss($0, UInt32(MemoryLayout<mw_tcp_info>.size))) }
+            let window = max(WindowGovernor.connectionFloor, WindowGovernor.floor / (others + 1),
+                             WindowGovernor.segments * min(segment, 1 << 20))
+            guard channels.withLock({ $0[key].map { !$0.frozen } ?? true }) else { return }
+            _ = channel.setOption(Self.clampOption, value: SocketOptionValue(clamping: window))
+        }
+    }
+
+    /// The window each open connection is clamped to now (TCP_WINDOW_CLAMP), for tests.
+    func windowClamps() async -> [Int] {
+        var out: [Int] = []
+        for channel in channels.withLock({ $0.values.map(\.channel) }) {
+            if let value = try? await channel.getOption(Self.clampOption).get() { out.append(Int(value)) }
+        }
+        return out
     }
 
     /// What the kernel says of one open connection: bytes received in order (read or not), and how many
@@ -88,7 +154,7 @@ final class ConnectionTap: Sendable {
     /// 4.1) are left out.
     func readings() async -> [Reading] {
         var out: [Reading] = []
-        for (channel, counter) in channels.withLock({ Array($0.values) }) {
+        for (channel, counter) in channels.withLock({ $0.values.map { ($0.channel, $0.counter) } }) {
             guard let provider = channel as? any SocketOptionProvider else { continue }
             let info: mw_tcp_info
             do {

@@ -54,6 +54,12 @@ extension DownloadRun {
                 await ticker(board: board, totals: totals)
                 return .ended
             }
+            if let tap {
+                group.addTask {
+                    await governor(tap, board: board)
+                    return .ended
+                }
+            }
             var workers = 0
             if let total = board.plan.total {
                 let n = max(1, min(board.parts(total: total), Int(board.plan.remainingBytes / max(1, board.plan.chunkSize)) + 1))
@@ -122,6 +128,20 @@ extension DownloadRun {
                 }
             }
             return end ?? .stopped(.pause)
+        }
+    }
+
+    /// Each connection's window to what its rate needs, every `WindowGovernor.period`, so a pause finds
+    /// little in flight. Often: between two turns the kernel's receive autotuning may raise a clamp as it
+    /// grows the buffer.
+    func governor(_ tap: ConnectionTap, board: DownloadBoard) async {
+        while !board.isDraining {
+            do {
+                try await Task.sleep(for: WindowGovernor.period)
+            } catch {
+                return
+            }
+            if !board.isDraining { await tap.governWindows() }
         }
     }
 

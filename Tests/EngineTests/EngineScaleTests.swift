@@ -77,4 +77,50 @@ struct EngineScaleTests {
             #expect(order == ["c", "d", "a", "b", "e"])
         }
     }
+
+    /// A failed job resumed goes back to its place among the jobs of its priority (the order they were
+    /// added), the same place a restart gives it.
+    @Test func aResumedFailedJobKeepsItsPlace() async throws {
+        try await withStore { store, directory in
+            try store.insert(record("first", .failed, daysAgo: 0, in: directory))
+            try store.insert(record("second", .queued, daysAgo: 0, in: directory))
+            try store.insert(record("third", .queued, daysAgo: 0, in: directory))
+            let engine = try engine(store, retention: nil)
+            #expect(await engine.decisionOrder() == ["second", "third"])
+            try await engine.resume("first")
+            #expect(await engine.decisionOrder() == ["first", "second", "third"])
+            #expect(try await engine.status("first").job.state == .queued)
+            let restarted = try self.engine(store, retention: nil)
+            #expect(await restarted.decisionOrder() == ["first", "second", "third"])
+        }
+    }
+
+    /// A failed job gave its destination up; resuming it after another job took it is a conflict.
+    @Test func resumingAFailedJobWhoseDestinationWasTakenIsRefused() async throws {
+        try await withStore { store, directory in
+            try store.insert(record("old", .failed, daysAgo: 0, in: directory))
+            let engine = try engine(store, retention: nil)
+            _ = try await engine.add(JobSpec(url: "http://127.0.0.1:9/new", destination: "\(directory)/old.bin"))
+            await #expect(throws: EngineError.self) { try await engine.resume("old") }
+            #expect(try await engine.status("old").job.state == .failed)
+        }
+    }
+
+    /// Paused time is saved with the job: a queued job shows what it had before a restart, in `status`,
+    /// `list` and the metrics.
+    @Test func pausedTimeIsKeptInTheStore() async throws {
+        try await withStore { store, directory in
+            var job = record("waited", .waiting, daysAgo: 0, in: directory)
+            try store.insert(job)
+            job.updatedAt = Date()
+            try store.update(job, pausedSeconds: 100)
+            let engine = try engine(store, retention: nil)
+            #expect(try await engine.status("waited").pausedSeconds == 100)
+            #expect(await engine.list().first?.pausedSeconds == 100)
+            #expect(await engine.pausedSeconds().map(\.job) == ["waited"])
+            try await engine.cancel("waited")
+            #expect(try await engine.status("waited").pausedSeconds == 100)
+            #expect(await engine.pausedSeconds().isEmpty)
+        }
+    }
 }

@@ -5,28 +5,39 @@ import Testing
 
 /// The compact index of unfinished jobs: the order a pass walks, shared classes and decisions, counts.
 @Suite struct JobIndexTests {
+
     func row(_ id: String, priority: Int = 0, tags: [String] = [], size: Int64? = nil, state: JobState = .queued,
-             owner: UInt32? = nil) -> JobIndex.Row {
+             owner: UInt32? = nil, sequence: Int64 = 0) -> JobIndex.Row {
         var record = JobRecord(id: id, url: "http://127.0.0.1:9/\(id)", destination: "/tmp/\(id)", size: size,
                                priority: priority, tags: tags, ownerUID: owner)
         record.state = state
-        return JobIndex.Row(record)
+        return JobIndex.Row(record, sequence: sequence)
     }
 
     func ids(_ index: JobIndex) -> [String] { index.schedule.map { index[$0].id } }
 
     @Test func insertKeepsPriorityThenAge() {
         var index = JobIndex()
-        for (id, priority) in [("a", 0), ("b", 0), ("c", 5), ("d", 5), ("e", -1), ("f", 5)] {
-            index.insert(row(id, priority: priority))
+        for (sequence, (id, priority)) in [("a", 0), ("b", 0), ("c", 5), ("d", 5), ("e", -1), ("f", 5)].enumerated() {
+            index.insert(row(id, priority: priority, sequence: Int64(sequence)))
         }
         #expect(ids(index) == ["c", "d", "f", "a", "b", "e"])
+    }
+
+    /// A job indexed again (a failed job resumed) goes back to its place among its priority, not last.
+    @Test func aJobIndexedAgainTakesItsOldPlace() {
+        var index = JobIndex()
+        for (sequence, id) in ["a", "b", "c"].enumerated() { index.insert(row(id, sequence: Int64(sequence + 1))) }
+        index.remove("a")
+        #expect(ids(index) == ["b", "c"])
+        index.insert(row("a", sequence: 1))
+        #expect(ids(index) == ["a", "b", "c"])
     }
 
     @Test func loadSortsOnceWithTheSameOrder() {
         var inserted = JobIndex()
         var loaded = JobIndex()
-        let rows = (0..<200).map { row("j\($0)", priority: [0, 2, -1, 2, 1][$0 % 5]) }
+        let rows = (0..<200).map { row("j\($0)", priority: [0, 2, -1, 2, 1][$0 % 5], sequence: Int64($0)) }
         for row in rows { inserted.insert(row) }
         loaded.load(rows)
         #expect(ids(loaded) == ids(inserted))
@@ -52,13 +63,13 @@ import Testing
 
     @Test func aRemovedSlotIsUsedAgainAndLeavesTheSchedule() {
         var index = JobIndex()
-        index.insert(row("a"))
-        index.insert(row("b"))
+        index.insert(row("a", sequence: 1))
+        index.insert(row("b", sequence: 2))
         let slot = index.slot(of: "a")
         index.remove("a")
         #expect(index.entry("a") == nil)
         #expect(ids(index) == ["b"])
-        index.insert(row("c", priority: 1))
+        index.insert(row("c", priority: 1, sequence: 3))
         #expect(index.slot(of: "c") == slot)
         #expect(ids(index) == ["c", "b"])
         #expect(index.entries.count == 2)

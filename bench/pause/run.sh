@@ -109,6 +109,8 @@ print(f"| thrown away: payload that reached the client namespace and was not kep
 print(f"| of it acknowledged by the client's kernel (server tcp_info) | {pct(acked,50)} B | {pct(acked,99)} B | {max(acked)} B | |")
 print(f"| counted by meterwise (`discarded_bytes`) | {pct(counted,50)} B | {pct(counted,99)} B | {max(counted)} B | |")
 print(f"| kept in the file by the run | {pct(kept,50)} B | {pct(kept,99)} B | {max(kept)} B | |")
+worst = sorted(rows, reverse=True)[:5]
+print("\nlargest five (thrown away B / connections): " + ", ".join(f"{r[0]} / {r[4]}" for r in worst))
 print("\ngoal p99 <= 64 KiB:", "met" if pct(thrown, 99) <= 65536 else "MISSED")
 if sum(kept) == 0:
     sys.exit("bench/pause: no run kept any byte; the transfer never ran")

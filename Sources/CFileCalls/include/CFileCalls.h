@@ -48,6 +48,11 @@ struct mw_tcp_info {
 /// `tcpi_bytes_received` (bytes the kernel received in order, read by the program or not) from the
 /// first `length` bytes of `info`; 0 when the kernel's struct is too old to have it (before Linux 4.1).
 uint64_t mw_tcp_bytes_received(const struct mw_tcp_info *info, unsigned length);
+/// The connection's lowest round-trip time seen, in microseconds (`tcpi_min_rtt`, else the smoothed
+/// `tcpi_rtt`); 0 when unknown.
+uint32_t mw_tcp_min_rtt(const struct mw_tcp_info *info, unsigned length);
+/// The largest segment this end told the peer it may send (`tcpi_advmss`); 0 when unknown.
+uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length);
 
 /// Fixes glibc's trim and mmap thresholds (mallopt), which also turns off their dynamic adjustment: a
 /// download's buffers are then reused from the heap instead of being returned to the kernel and faulted
