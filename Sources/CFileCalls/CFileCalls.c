@@ -75,7 +75,8 @@ uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length) {
 
 #include <malloc.h>
 
-void mw_tune_malloc(int trim_threshold, int mmap_threshold) {
+void mw_tune_malloc(int trim_threshold, int mmap_threshold, int arenas) {
     mallopt(M_TRIM_THRESHOLD, trim_threshold);
     mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+    if (arenas > 0) mallopt(M_ARENA_MAX, arenas);
 }

@@ -56,7 +56,7 @@ uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length);
 
 /// Fixes glibc's trim and mmap thresholds (mallopt), which also turns off their dynamic adjustment: a
 /// download's buffers are then reused from the heap instead of being returned to the kernel and faulted
-/// in again (tens of thousands of page faults per GiB).
-void mw_tune_malloc(int trim_threshold, int mmap_threshold);
+/// in again (tens of thousands of page faults per GiB). `arenas` > 0 caps glibc's arenas (M_ARENA_MAX).
+void mw_tune_malloc(int trim_threshold, int mmap_threshold, int arenas);
 
 #endif
