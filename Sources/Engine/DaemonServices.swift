@@ -159,6 +159,13 @@ public struct NotifyService<C: Clock>: Service where C.Duration == Duration, C.I
                 group.addTask {
                     var ready = false
                     var last = ""
+                    // The first snapshot may have been published before this service subscribed (services
+                    // start concurrently): then nothing else may come to say READY.
+                    if await engine.hasSnapshot {
+                        last = await engine.statusLine()
+                        ready = true
+                        notifier.send("READY=1\nSTATUS=\(last)")
+                    }
                     for await event in events {
                         switch event {
                         case .links, .started, .paused, .waiting, .completed, .failed, .cancelled, .added:

@@ -93,6 +93,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         index.load(try store.unfinishedJobs { JobIndex.Row($0, sequence: $1) })
     }
 
+    /// Whether the link monitor's first snapshot is in (no job is decided before).
+    public var hasSnapshot: Bool { haveSnapshot }
+
     /// The wall-clock time on the engine's clock.
     public var now: Date { originDate.addingTimeInterval(origin.duration(to: clock.now).seconds) }
 
@@ -212,9 +215,12 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         var decision: Decision
         /// One text shared by every job alike, not a copy each.
         var reason: String
-        /// The decision's number in the index when the pass made it (nil: no job had it then). A job whose
-        /// entry holds this number had this decision already.
+        /// The decision's number in the index (nil: no job had it when the pass made it, and none has taken
+        /// it yet). A job whose entry holds this number had this decision already.
         var number: Int32?
+        /// What a job that never started does on this decision: the same for every one of them, so planned
+        /// once.
+        var queuedAction: JobAction?
     }
 
     /// Jobs alike: the same class (priority, tags, permissions) and size.
@@ -232,6 +238,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         // A decision depends on the job's size, priority, tags and permissions, not on which job it is:
         // jobs alike are decided once per pass.
         var decided: [SizedClass: PassDecision] = [:]
+        // The decision numbers the pass shares, held until it ends: a job that leaves the index during the
+        // pass must not free a number other jobs are about to be given.
+        var held: [Int32] = []
+        defer { for number in held { index.releaseDecision(number) } }
         var count = 0
         // A copy: a job that finishes during the pass leaves the index, and its entry is then empty.
         for slot in index.schedule {
@@ -256,6 +266,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 let decision = context.decide(job: index.classes[entry.jobClass].info(size: size))
                 known = PassDecision(decision: decision, reason: decision.reasons.joined(separator: "; "),
                                      number: index.decisions.number(of: DecisionKey(decision)))
+                if let number = known.number {
+                    index.holdDecision(number)
+                    held.append(number)
+                }
                 decided[key] = known
             }
             count += 1
@@ -268,6 +282,18 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                     let wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
                     earliest = min(earliest ?? wake, wake)
                 }
+                continue
+            }
+            if live == nil {
+                // A link change turns a long queue's decisions around: a queued job costs two numbers and
+                // the action planned once for its class, no record and no hashing.
+                var shared = known
+                let action = shared.queuedAction ?? JobPlanner.plan(queuedInput(known.decision))
+                shared.queuedAction = action
+                let wake = reconcileQueued(slot, decision: known.decision, reason: known.reason, number: &shared.number,
+                                           held: &held, action: action, activeCount: &activeCount)
+                decided[key] = shared
+                if let wake { earliest = min(earliest ?? wake, wake) }
                 continue
             }
             if let wake = reconcile(entry.id, decision: known.decision, reason: known.reason, activeCount: &activeCount) {
@@ -316,14 +342,18 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     func reconcile(_ id: String, decision: Decision, reason: String? = nil, activeCount: inout Int) -> C.Instant? {
         guard let slot = index.slot(of: id) else { return nil }
         let reason = reason ?? decision.reasons.joined(separator: "; ")
+        guard var runtime = jobs[id] else {
+            var number: Int32?
+            var held: [Int32] = []
+            defer { for number in held { index.releaseDecision(number) } }
+            return reconcileQueued(slot, decision: decision, reason: reason, number: &number, held: &held,
+                                   action: JobPlanner.plan(queuedInput(decision)), activeCount: &activeCount)
+        }
         let changed = index.setDecision(slot, DecisionKey(decision))
         if changed { events.publish(.decision(job: id, decision)) }
         var wake: C.Instant?
         if let next = decision.nextChange {
             wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
-        }
-        guard var runtime = jobs[id] else {
-            return reconcileQueued(slot, decision: decision, reason: reason, activeCount: &activeCount, wake: wake)
         }
         if changed {
             runtime.record.rule = decision.rule
@@ -380,20 +410,41 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         return wake
     }
 
-    /// `reconcile` for a job that never started here: its entry changes, and its record is read from the
-    /// store only when it starts.
-    func reconcileQueued(_ slot: Int32, decision: Decision, reason: String, activeCount: inout Int,
-                         wake: C.Instant?) -> C.Instant? {
-        let entry = index[slot]
-        var wake = wake
-        let input = PlannerInput(
+    /// What the planner is told of a job that never started here: nothing runs, no pause of its own.
+    func queuedInput(_ decision: Decision) -> PlannerInput {
+        PlannerInput(
             decision: decision, snapshot: snapshot, running: false, pausedByPolicy: false,
             stableFor: lastChange.duration(to: clock.now), resumeAfter: policy.resumeAfter,
             canBind: configuration.canBind)
+    }
+
+    /// `reconcile` for a job that never started here, with the action `JobPlanner` gave for `decision`: its
+    /// entry changes, and its record is read from the store only when it starts. `number` is the decision's
+    /// number in the index when known (the pass shares it between jobs alike), and is set when this job
+    /// gives the decision its number; that number is then held at once (added to `held`, which the caller
+    /// releases), before this job can leave the index and free it.
+    func reconcileQueued(_ slot: Int32, decision: Decision, reason: String, number: inout Int32?, held: inout [Int32],
+                         action: JobAction, activeCount: inout Int) -> C.Instant? {
+        let entry = index[slot]
+        let changed: Bool
+        if let number {
+            changed = index.setDecision(slot, number: number)
+        } else {
+            changed = index.setDecision(slot, DecisionKey(decision))
+            let given = index[slot].decision
+            index.holdDecision(given)
+            held.append(given)
+            number = given
+        }
+        if changed { events.publish(.decision(job: entry.id, decision)) }
+        var wake: C.Instant?
+        if let next = decision.nextChange {
+            wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
+        }
         var state = entry.state
         var flags = entry.flags
         flags.remove(.waitingForSlot)
-        switch JobPlanner.plan(input) {
+        switch action {
         case let .start(link, localAddress, rate):
             guard activeCount < configuration.maxActive else {
                 if state != .queued && state != .waiting { state = .queued }

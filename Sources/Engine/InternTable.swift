@@ -35,6 +35,12 @@ struct InternTable<Value: Hashable & Sendable>: Sendable {
         return number
     }
 
+    /// One more user of a value already in use, by its number (no hashing).
+    mutating func retain(_ number: Int32) {
+        precondition(values[Int(number)] != nil, "InternTable: number \(number) is not in use")
+        users[Int(number)] += 1
+    }
+
     /// One user fewer of `number`; the value goes when it has none.
     mutating func release(_ number: Int32) {
         let slot = Int(number)

@@ -197,6 +197,22 @@ struct JobIndex: Sendable {
         return counts
     }
 
+    /// Keeps a decision's number in use while no entry may hold it (a pass sharing it between jobs, one of
+    /// which may leave the index meanwhile).
+    mutating func holdDecision(_ number: Int32) { decisions.retain(number) }
+
+    mutating func releaseDecision(_ number: Int32) { decisions.release(number) }
+
+    /// Records the entry's decision by the number of one in use; false when it is the one it had.
+    mutating func setDecision(_ slot: Int32, number: Int32) -> Bool {
+        let old = entries[Int(slot)].decision
+        guard old != number else { return false }
+        decisions.retain(number)
+        if old >= 0 { decisions.release(old) }
+        entries[Int(slot)].decision = number
+        return true
+    }
+
     /// Records the entry's decision; false when it is the one it had.
     mutating func setDecision(_ slot: Int32, _ key: DecisionKey) -> Bool {
         let old = entries[Int(slot)].decision
