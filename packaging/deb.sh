@@ -31,7 +31,8 @@ if [ -n "${DEBUG:-}" ]; then
 else
     configuration=release
     scratch="$root/.build-release"
-    flags=(--static-swift-stdlib)
+    source "$root/packaging/release-flags.sh"
+    flags=("${release_flags[@]}")
 fi
 stage="$(mktemp -d -t meterwise-deb.XXXXXX)"
 trap 'rm -rf "$stage"' EXIT

@@ -221,6 +221,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         /// What a job that never started does on this decision: the same for every one of them, so planned
         /// once.
         var queuedAction: JobAction?
+        /// When the decision can change by time alone, on the engine's clock.
+        var wake: C.Instant?
     }
 
     /// Jobs alike: the same class (priority, tags, permissions) and size.
@@ -237,7 +239,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         var activeCount = runningCount
         // A decision depends on the job's size, priority, tags and permissions, not on which job it is:
         // jobs alike are decided once per pass.
-        var decided: [SizedClass: PassDecision] = [:]
+        // Indices into `decided`, whose entries are then read and updated in place (no copies per job).
+        var memo: [SizedClass: Int] = [:]
+        var decided: [PassDecision] = []
         // The decision numbers the pass shares, held until it ends: a job that leaves the index during the
         // pass must not free a number other jobs are about to be given.
         var held: [Int32] = []
@@ -259,44 +263,47 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 continue
             }
             let key = SizedClass(jobClass: entry.jobClass, size: size ?? -1)
-            let known: PassDecision
-            if let memo = decided[key] {
-                known = memo
+            let known: Int
+            if let position = memo[key] {
+                known = position
             } else {
                 let decision = context.decide(job: index.classes[entry.jobClass].info(size: size))
-                known = PassDecision(decision: decision, reason: decision.reasons.joined(separator: "; "),
-                                     number: index.decisions.number(of: DecisionKey(decision)))
-                if let number = known.number {
+                let number = index.decisions.number(of: DecisionKey(decision))
+                if let number {
                     index.holdDecision(number)
                     held.append(number)
                 }
-                decided[key] = known
+                known = decided.count
+                decided.append(PassDecision(
+                    decision: decision, reason: decision.reasons.joined(separator: "; "), number: number,
+                    wake: decision.nextChange.map { origin.advanced(by: .seconds($0.timeIntervalSince(originDate))) }))
+                memo[key] = known
             }
             count += 1
-            if known.number == entry.decision,
+            if let wake = decided[known].wake { earliest = min(earliest ?? wake, wake) }
+            if decided[known].number == entry.decision,
                 Self.unchanged(state: live?.record.state ?? entry.state, running: live?.running ?? false,
-                               action: known.decision.action, slotsFull: activeCount >= configuration.maxActive)
+                               action: decided[known].decision.action, slotsFull: activeCount >= configuration.maxActive)
             {
-                // Nothing to do for this job: most of a long queue on a link change.
-                if let next = known.decision.nextChange {
-                    let wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
-                    earliest = min(earliest ?? wake, wake)
-                }
-                continue
+                continue  // nothing to do for this job: most of a long queue on a link change
             }
             if live == nil {
                 // A link change turns a long queue's decisions around: a queued job costs two numbers and
                 // the action planned once for its class, no record and no hashing.
-                var shared = known
-                let action = shared.queuedAction ?? JobPlanner.plan(queuedInput(known.decision))
-                shared.queuedAction = action
-                let wake = reconcileQueued(slot, decision: known.decision, reason: known.reason, number: &shared.number,
-                                           held: &held, action: action, activeCount: &activeCount)
-                decided[key] = shared
-                if let wake { earliest = min(earliest ?? wake, wake) }
+                if decided[known].queuedAction == nil {
+                    decided[known].queuedAction = JobPlanner.plan(queuedInput(decided[known].decision))
+                }
+                var number = decided[known].number
+                if let wake = reconcileQueued(slot, decision: decided[known].decision, reason: decided[known].reason,
+                                              number: &number, held: &held, action: decided[known].queuedAction!,
+                                              activeCount: &activeCount) {
+                    earliest = min(earliest ?? wake, wake)
+                }
+                if decided[known].number == nil { decided[known].number = number }
                 continue
             }
-            if let wake = reconcile(entry.id, decision: known.decision, reason: known.reason, activeCount: &activeCount) {
+            if let wake = reconcile(entry.id, decision: decided[known].decision, reason: decided[known].reason,
+                                    activeCount: &activeCount) {
                 earliest = min(earliest ?? wake, wake)
             }
         }

@@ -32,7 +32,8 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 if [ -z "${BIN:-}" ]; then
     echo "building the release binary (static stdlib) into $SCRATCH ..." >&2
-    swift build -c release --static-swift-stdlib --scratch-path "$SCRATCH" --product meterwise >&2
+    root="$ROOT"; source "$ROOT/packaging/release-flags.sh"
+    swift build -c release "${release_flags[@]}" --scratch-path "$SCRATCH" --product meterwise >&2
     BIN="$SCRATCH/release/meterwise"
 fi
 

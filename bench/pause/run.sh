@@ -22,7 +22,8 @@ QUEUE_MS=${QUEUE_MS:-50}
 SIZE_MIB=${SIZE_MIB:-512}
 if [ "$(id -u)" -ne 0 ]; then echo "bench/pause: needs root (a network namespace)" >&2; exit 77; fi
 if [ -z "${BIN:-}" ]; then
-    swift build -c release --static-swift-stdlib --scratch-path "$ROOT/.build-release" --product meterwise >&2
+    root="$ROOT"; source "$ROOT/packaging/release-flags.sh"
+    swift build -c release "${release_flags[@]}" --scratch-path "$ROOT/.build-release" --product meterwise >&2
     BIN="$ROOT/.build-release/release/meterwise"
 fi
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
