@@ -30,7 +30,8 @@ final class StreamDigest: @unchecked Sendable {
     func finalize(fd: Int32, total: Int64) -> String {
         var hasher = self.hasher
         var at = frontier
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        // 256 KiB reads: as fast as larger ones from the page cache, and a quarter of the memory touched.
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
         while at < total {
             let want = Int(min(Int64(buffer.count), total - at))
             let n = buffer.withUnsafeMutableBytes {
