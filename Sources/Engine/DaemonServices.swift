@@ -93,15 +93,22 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
     /// Told `RELOADING=1` and then `READY=1` around each reload.
     public let notifier: SystemdNotifier
 
-    public init(engine: Engine<C>, source: PolicySource, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:])) {
+    /// SIGHUP trapped by the caller before the services start (a daemon must not say READY before it can
+    /// reload); nil: trapped when this service runs.
+    let sighup: UnixSignalsSequence?
+
+    public init(engine: Engine<C>, source: PolicySource, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
+                sighup: UnixSignalsSequence? = nil) {
         self.engine = engine
         self.source = source
         self.logger = logger
         self.notifier = notifier
+        self.sighup = sighup
     }
 
     public func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
+        let signals: UnixSignalsSequence
+        if let sighup { signals = sighup } else { signals = await UnixSignalsSequence(trapping: .sighup) }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await _ in signals { await reload(because: "SIGHUP") } }
@@ -139,19 +146,23 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
 public struct NotifyService<C: Clock>: Service where C.Duration == Duration, C.Instant: Sendable {
     public let engine: Engine<C>
     public let notifier: SystemdNotifier
+    /// Subscribed when the service is made, before any service runs: services start concurrently, and the
+    /// first snapshot's event must not be published before this one listens (then nothing else might come
+    /// to say READY). Nil without `$NOTIFY_SOCKET`.
+    let events: AsyncStream<EngineEvent>?
 
     public init(engine: Engine<C>, notifier: SystemdNotifier) {
         self.engine = engine
         self.notifier = notifier
+        events = notifier.socketPath != nil ? engine.events.subscribe() : nil
     }
 
     public func run() async throws {
-        guard notifier.socketPath != nil else {
+        guard let events else {
             // A service that returns ends the group: wait for the shutdown like the others.
             try? await gracefulShutdown()
             return
         }
-        let events = engine.events.subscribe()
         let notifier = self.notifier
         let engine = self.engine
         await cancelWhenGracefulShutdown {
@@ -159,13 +170,6 @@ public struct NotifyService<C: Clock>: Service where C.Duration == Duration, C.I
                 group.addTask {
                     var ready = false
                     var last = ""
-                    // The first snapshot may have been published before this service subscribed (services
-                    // start concurrently): then nothing else may come to say READY.
-                    if await engine.hasSnapshot {
-                        last = await engine.statusLine()
-                        ready = true
-                        notifier.send("READY=1\nSTATUS=\(last)")
-                    }
                     for await event in events {
                         switch event {
                         case .links, .started, .paused, .waiting, .completed, .failed, .cancelled, .added:

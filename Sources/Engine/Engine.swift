@@ -93,9 +93,6 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         index.load(try store.unfinishedJobs { JobIndex.Row($0, sequence: $1) })
     }
 
-    /// Whether the link monitor's first snapshot is in (no job is decided before).
-    public var hasSnapshot: Bool { haveSnapshot }
-
     /// The wall-clock time on the engine's clock.
     public var now: Date { originDate.addingTimeInterval(origin.duration(to: clock.now).seconds) }
 

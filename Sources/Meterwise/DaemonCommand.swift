@@ -9,6 +9,7 @@ import NetlinkLinks
 import Policy
 import ServiceLifecycle
 import Transfer
+import UnixSignals
 
 /// `meterwise daemon`: the engine, the job store and the control API, until SIGTERM.
 struct DaemonCommand: AsyncParsableCommand {
@@ -148,14 +149,14 @@ struct DaemonCommand: AsyncParsableCommand {
         // The start-up's pages (argument parsing, the store's migrations, the first policy load) are not the
         // daemon's working set: a long-running process should not keep them resident.
         ProcessMemory.releaseStartupPages()
-        // A SIGHUP before the reload service traps it would end the daemon (the default action): until
-        // then it is ignored; the policy was just loaded anyway.
-        signal(SIGHUP, SIG_IGN)
+        // SIGHUP is trapped before any service runs, so READY=1 (sent once the first snapshot is in) never
+        // comes before the daemon can reload: a SIGHUP from then on is held until the reload service reads it.
+        let sighup = await UnixSignalsSequence(trapping: .sighup)
         let notifier = SystemdNotifier()
         var services: [any Service] = [
             EngineService(engine: engine),
             ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
-            PolicyReloadService(engine: engine, source: policySource, logger: logger, notifier: notifier),
+            PolicyReloadService(engine: engine, source: policySource, logger: logger, notifier: notifier, sighup: sighup),
             NotifyService(engine: engine, notifier: notifier),
         ]
         if let metricsListen {
