@@ -181,6 +181,13 @@ public struct NotifyService<C: Clock>: Service where C.Duration == Duration, C.I
                                 notifier.send("STATUS=\(status)")
                             }
                             last = status
+                        case .decision where !ready:
+                            // Decisions come only once the first snapshot is in. With a long queue restored,
+                            // the first pass's decision events can push `.links` out of this stream's buffer
+                            // (the newest 1024 are kept): any of them says READY then.
+                            last = await engine.statusLine()
+                            ready = true
+                            notifier.send("READY=1\nSTATUS=\(last)")
                         default:
                             break
                         }
