@@ -44,32 +44,32 @@ int mw_start_writeback(int fd) { return sync_file_range(fd, 0, 0, SYNC_FILE_RANG
 #include <stddef.h>
 #include <string.h>
 
+/// `size` bytes of `info` at `offset`, when the kernel's struct (`length` bytes) reaches that far.
+static int mw_tcp_field(const struct mw_tcp_info *info, unsigned length, size_t offset, void *value, size_t size) {
+    if (length < offset + size) return 0;
+    memcpy(value, info->raw + offset, size);
+    return 1;
+}
+
 uint64_t mw_tcp_bytes_received(const struct mw_tcp_info *info, unsigned length) {
-    size_t offset = offsetof(struct tcp_info, tcpi_bytes_received);
     uint64_t value = 0;
-    if (length < offset + sizeof(value)) return 0;
-    memcpy(&value, info->raw + offset, sizeof(value));
+    mw_tcp_field(info, length, offsetof(struct tcp_info, tcpi_bytes_received), &value, sizeof(value));
     return value;
 }
 
 uint32_t mw_tcp_min_rtt(const struct mw_tcp_info *info, unsigned length) {
-    size_t offset = offsetof(struct tcp_info, tcpi_min_rtt);
     uint32_t value = 0;
-    if (length < offset + sizeof(value)) return 0;
-    memcpy(&value, info->raw + offset, sizeof(value));
+    if (!mw_tcp_field(info, length, offsetof(struct tcp_info, tcpi_min_rtt), &value, sizeof(value))) return 0;
     if (value == 0 || value == UINT32_MAX) {
         // No sample yet (or a kernel before 4.6): the smoothed RTT of the handshake and request.
-        offset = offsetof(struct tcp_info, tcpi_rtt);
-        memcpy(&value, info->raw + offset, sizeof(value));
+        mw_tcp_field(info, length, offsetof(struct tcp_info, tcpi_rtt), &value, sizeof(value));
     }
     return value;
 }
 
 uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length) {
-    size_t offset = offsetof(struct tcp_info, tcpi_advmss);
     uint32_t value = 0;
-    if (length < offset + sizeof(value)) return 0;
-    memcpy(&value, info->raw + offset, sizeof(value));
+    mw_tcp_field(info, length, offsetof(struct tcp_info, tcpi_advmss), &value, sizeof(value));
     return value;
 }
 

@@ -132,8 +132,7 @@ extension Engine {
             logger.error("\(error)")
             return []
         }
-        var reasons = ReasonCache(context: policy.context(snapshot: snapshot, usage: accounting.usage, now: now,
-                                                          timeZone: configuration.timeZone))
+        var reasons = reasonCache()
         let paused = (try? store.pausedSeconds()) ?? [:]
         return records.filter { asker.owns($0) }.map {
             status(of: view(of: $0, pausedSeconds: paused[$0.id] ?? 0, reasons: &reasons))

@@ -5,19 +5,29 @@ import Policy
 /// Reading and changing jobs whose records are in the store, not in memory: the queued ones (in `index`)
 /// and the finished ones.
 extension Engine {
-    /// The reason text of each class and size, decided once for a whole `list`.
+    /// The reason text of each class and size, decided once for a whole `list`; the policy context is built
+    /// only if a queued job asks for one (a finished job has no reason to work out).
     struct ReasonCache {
-        let context: DecisionContext
+        let makeContext: () -> DecisionContext
+        var context: DecisionContext?
         var reasons: [SizedClass: String] = [:]
 
         mutating func reason(_ entry: JobEntry, classes: InternTable<JobClass>) -> String {
             let key = SizedClass(jobClass: entry.jobClass, size: entry.size)
             if let known = reasons[key] { return known }
+            let context = self.context ?? makeContext()
+            self.context = context
             let reason = context.decide(job: classes[entry.jobClass].info(size: entry.policySize)).reasons
                 .joined(separator: "; ")
             reasons[key] = reason
             return reason
         }
+    }
+
+    /// A `ReasonCache` for the policy, links and budgets as they are now.
+    func reasonCache() -> ReasonCache {
+        let (policy, snapshot, usage, now, timeZone) = (policy, snapshot, accounting.usage, now, configuration.timeZone)
+        return ReasonCache(makeContext: { policy.context(snapshot: snapshot, usage: usage, now: now, timeZone: timeZone) })
     }
 
     /// The job as status shows it: its live runtime, or its stored record with what the index knows now.
@@ -31,8 +41,7 @@ extension Engine {
             return nil
         }
         guard let record = stored else { return nil }
-        var reasons = ReasonCache(context: policy.context(snapshot: snapshot, usage: accounting.usage, now: now,
-                                                          timeZone: configuration.timeZone))
+        var reasons = reasonCache()
         let paused = (try? store.pausedSeconds([id]))?[id] ?? 0
         return view(of: record, pausedSeconds: paused, reasons: &reasons)
     }

@@ -127,8 +127,7 @@ final class ConnectionTap: Sendable {
         let others = channels.withLock { $0.count }
         provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).whenSuccess { [self] (info: mw_tcp_info) in
             let segment = withUnsafePointer(to: info) { Int(mw_tcp_advmss($0, UInt32(MemoryLayout<mw_tcp_info>.size))) }
-            let window = max(WindowGovernor.connectionFloor, WindowGovernor.floor / (others + 1),
-                             WindowGovernor.segments * min(segment, 1 << 20))
+            let window = WindowGovernor.least(segment: segment, connections: others + 1)
             guard channels.withLock({ $0[key].map { !$0.frozen } ?? true }) else { return }
             _ = channel.setOption(Self.clampOption, value: SocketOptionValue(clamping: window))
         }

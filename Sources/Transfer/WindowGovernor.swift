@@ -38,6 +38,12 @@ struct WindowGovernor: Sendable {
     /// whatever the rate — on loopback one segment is 64 KiB.
     static let segments = 4
 
+    /// The least window of one of `connections`: its share of `floor`, and room for `segments` of the
+    /// peer's (`segment` bytes each; 0 unknown).
+    static func least(segment: Int, connections: Int) -> Int {
+        max(connectionFloor, floor / max(1, connections), segments * min(max(0, segment), 1 << 20))
+    }
+
     /// The window for the connection now, from its bytes read so far, its lowest round trip (nil when the
     /// kernel gives none), the largest segment the peer may send (0 unknown) and how many connections the
     /// download has open; nil when there is nothing to go by.
@@ -50,7 +56,7 @@ struct WindowGovernor: Sendable {
         rate = max(instant, rate * Self.decay)
         lastRead = read
         lastTime = now
-        let floor = max(Self.connectionFloor, Self.floor / max(1, connections), Self.segments * min(max(0, segment), 1 << 20))
+        let floor = Self.least(segment: segment, connections: connections)
         guard let minRTT, minRTT > .zero else { return nil }
         let rtt = Double(minRTT.components.seconds) + Double(minRTT.components.attoseconds) * 1e-18
         let wanted = Self.headroom * rate * rtt
