@@ -76,6 +76,7 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 return .json(try await engine.status(id!, for: asker))
             case ("GET", "/v1/decision", 2):
                 let job = try Self.decisionQuery(path)
+                await engine.noteQuestion()
                 return .json(Self.decisionBody(await engine.decide(job).decision))
             case ("POST", "/v1/usage", 2):
                 // Bytes a program moved outside the daemon (`meterwise run`), for the question in the query.
@@ -89,7 +90,10 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 guard report.bytes >= 0, report.bytes <= 1 << 40 else {
                     throw EngineError(.invalidRequest, "bytes must be from 0 to 2^40 per report, not \(report.bytes)")
                 }
-                return .json(Self.decisionBody(await engine.recordUsage(bytes: report.bytes, for: job).decision))
+                let (counted, answer) = await engine.recordUsage(bytes: report.bytes, for: job)
+                var body = Self.decisionBody(answer.decision)
+                body.countedBytes = counted
+                return .json(body)
             case ("GET", "/v1/links", 2):
                 return .json(LinkSnapshotDocument(await engine.snapshot))
             case ("GET", "/metrics", 1):
@@ -115,17 +119,16 @@ extension ControlRouter {
             allowedLinks: decision.allowedLinks, nextChange: decision.nextChange, source: "daemon")
     }
 
-    /// The job a `GET /v1/decision?size=N&tags=a,b&allow_metered=true&allow_roaming=true` asks about.
+    /// The job a `GET /v1/decision?size=N&tags=a,b&allow_metered=true&allow_roaming=true&priority=P` asks
+    /// about. Every value is checked against its range before use.
     static func decisionQuery(_ path: String) throws(EngineError) -> JobInfo {
         var job = JobInfo(id: "check")
-        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return job }
-        for pair in query.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
-            let value = kv.count > 1 ? kv[1] : ""
-            switch kv[0] {
+        for (name, value) in try QueryString.of(target: path).parameters {
+            switch name {
             case "size":
-                guard let size = Int64(value), size >= 0, size <= 1 << 50 else {
-                    throw EngineError(.invalidRequest, "size must be a number of bytes from 0 to 2^50, not `\(value)`")
+                guard let size = Int64(value), (0...(1 << 50)).contains(size) else {
+                    throw EngineError(
+                        .invalidRequest, "size must be a number of bytes from 0 to 2^50, not `\(QueryString.visible(value))`")
                 }
                 job.size = size
             case "tags":
@@ -133,18 +136,30 @@ extension ControlRouter {
                 guard job.tags.count <= 64, job.tags.allSatisfy({ $0.utf8.count <= 256 }) else {
                     throw EngineError(.invalidRequest, "at most 64 tags of at most 256 bytes each")
                 }
-            case "allow_metered": job.allowMetered = value == "true" || value == "1"
-            case "allow_roaming": job.allowRoaming = value == "true" || value == "1"
+            case "allow_metered": job.allowMetered = try flag(name, value)
+            case "allow_roaming": job.allowRoaming = try flag(name, value)
             case "priority":
-                guard let priority = Int(value), abs(priority) <= 1000 else {
-                    throw EngineError(.invalidRequest, "priority must be a number from -1000 to 1000, not `\(value)`")
+                guard let priority = Int(value), (-1000...1000).contains(priority) else {
+                    throw EngineError(
+                        .invalidRequest, "priority must be a number from -1000 to 1000, not `\(QueryString.visible(value))`")
                 }
                 job.priority = priority
             default:
-                throw EngineError(.invalidRequest, "unknown parameter `\(kv[0])`: use size, tags, allow_metered, allow_roaming, priority")
+                throw EngineError(
+                    .invalidRequest,
+                    "unknown parameter `\(QueryString.visible(name))`: use size, tags, allow_metered, allow_roaming, priority")
             }
         }
         return job
+    }
+
+    /// `true`/`1`/`yes` or `false`/`0`/`no`.
+    static func flag(_ name: String, _ value: String) throws(EngineError) -> Bool {
+        switch value {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw EngineError(.invalidRequest, "\(name) must be true or false, not `\(QueryString.visible(value))`")
+        }
     }
 }
 

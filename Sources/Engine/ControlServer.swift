@@ -184,6 +184,7 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         headers.add(name: "Transfer-Encoding", value: "chunked")
         try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)))
         let engine = router.engine
+        if question != nil { await engine.noteQuestion() }
         // The current state first, so a watcher starts with the picture, then every change.
         let encoder = ControlAPI.encoder()
         let events = engine.events.subscribe()

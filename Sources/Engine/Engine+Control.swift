@@ -116,11 +116,13 @@ extension Engine {
         record.url = RedactedURL.withoutCredentials(record.url)
         record.headURL = record.headURL.map(RedactedURL.withoutCredentials)
         record.proxy = record.proxy.map(RedactedURL.withoutCredentials)
-        return JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
-                         action: final ? nil : runtime.decision?.action.rawValue,
-                         nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,
-                         retryReason: runtime.active ? runtime.retryReason : nil,
-                         proxy: proxy(for: runtime.record)?.description)
+        var status = JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
+                               action: final ? nil : runtime.decision?.action.rawValue,
+                               nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,
+                               retryReason: runtime.active ? runtime.retryReason : nil,
+                               proxy: proxy(for: runtime.record)?.description)
+        status.heldBy = final || runtime.record.state == .paused ? nil : runtime.decision?.heldBy
+        return status
     }
 
     /// Every job `asker` may see, in the order they were added.
@@ -146,13 +148,21 @@ extension Engine {
     }
 
     /// Counts bytes another program moved for a download like `job` (`meterwise run`, `POST /v1/usage`)
-    /// against the budget the policy gives it now; jobs are decided again when a budget was involved.
-    /// Returns the answer for `job` after counting them.
-    public func recordUsage(bytes: Int64, for job: JobInfo) -> Explanation {
+    /// against the budget the policy gives it now, no more than the primary link really received that
+    /// nothing counted yet (`LinkAccounting.recordExternal`); jobs are decided again when a budget was
+    /// involved. Returns the bytes counted and the answer for `job` after counting them.
+    public func recordUsage(bytes: Int64, for job: JobInfo) -> (counted: Int64, answer: Explanation) {
         let budgetKey = decide(job).decision.budgetKey
-        accounting.recordExternal(bytes: bytes, budgetKey: budgetKey)
-        if budgetKey != nil { reconcileAll() }
-        return decide(job)
+        let counted = accounting.recordExternal(
+            bytes: bytes, budgetKey: budgetKey, counter: configuration.receivedBytes, at: now)
+        if budgetKey != nil && counted > 0 { reconcileAll() }
+        return (counted, decide(job))
+    }
+
+    /// A program asked whether it may download (`GET /v1/decision`, a question on the event stream): the
+    /// primary's received bytes are read now, so the usage it reports next is measured from here.
+    public func noteQuestion() {
+        accounting.look(counter: configuration.receivedBytes, at: now)
     }
 
     /// Whether the policy counts the primary uplink metered; nil without one.

@@ -60,6 +60,7 @@ extension Engine {
             runtime.record.reason = entry.flags.contains(.waitingForSlot)
                 ? Self.slotReason(configuration.maxActive) : reasons.reason(entry, classes: index.classes)
             runtime.decision = Decision(action: key.action, rate: key.rate, allowedLinks: key.allowedLinks, rule: key.rule)
+            runtime.decision?.heldBy = key.heldBy
         }
         return runtime
     }

@@ -66,6 +66,8 @@ extension Engine {
             return policy.rules.lazy.compactMap(\.budget).first { $0.name == name }?.bytes
         }
         accounting.route(job: id, link: link, budgetKey: budgetKey, budgetLimit: limit)
+        // Reads held at a spent budget look again now: the new route may allow them.
+        if accounting.allows(job: id) { jobs[id]?.download?.retryNow() }
     }
 
     func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
@@ -97,6 +99,8 @@ extension Engine {
                 // A budget just ran out: decide again now, not at the next progress event.
                 if accounting.record(job: id, bytes: count) { sink.yield(.reconcile(id)) }
             })
+        // Past the budget the transfer reads nothing more while the decision catches up.
+        request.allowance = { accounting.allows(job: id) }
         // The real size decides, before the body is read: a declared size was only a hint.
         request.admitTotal = { [weak self] total in await self?.admit(id, total: total) ?? false }
         request.tls = tls

@@ -24,6 +24,9 @@ public struct EngineConfiguration: Sendable {
     /// CAs trusted for every job besides the system's store (`daemon --ca-file`); a job's `ca_file`
     /// replaces both.
     public var caBundle: CABundle = .none
+    /// The kernel's count that bounds what other programs may report as used (`POST /v1/usage`): each
+    /// real link's own; the whole machine's for simulated links.
+    public var receivedBytes: ReceivedBytesCounter = .perLink
 
     public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
                 httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {

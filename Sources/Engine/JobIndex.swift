@@ -28,12 +28,15 @@ struct DecisionKey: Hashable, Sendable {
     var rule: String?
     var allowedLinks: [String]
     var rate: Int64?
+    /// A rule a spent budget keeps from matching: when it starts or stops, the reason changes.
+    var heldBy: String?
 
     init(_ decision: Decision) {
         action = decision.action
         rule = decision.rule
         allowedLinks = decision.allowedLinks
         rate = decision.rate
+        heldBy = decision.heldBy
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Links
 import Policy
 import Synchronization
@@ -23,6 +24,16 @@ public final class LinkAccounting: Sendable {
         var bytesByLink: [String: Int64] = [:]
         var usage = Usage()
         var unsaved: Int64 = 0
+        var unclaimed = UnclaimedBytes()
+
+        /// Where `counter` counts the primary's bytes: its pool's key and the daemon's own bytes there.
+        func scope(_ counter: ReceivedBytesCounter) -> (key: String, own: Int64) {
+            guard !counter.wholeMachine else {
+                return ("*", bytesByLink.values.reduce(Int64(0)) { $0.addingReportingOverflow($1).overflow ? .max : $0 + $1 })
+            }
+            let link = primary?.name ?? "unknown"
+            return (link, bytesByLink[link] ?? 0)
+        }
     }
 
     private let state: Mutex<State>
@@ -50,6 +61,15 @@ public final class LinkAccounting: Sendable {
         state.withLock { $0.routes[job] = Route(link: link, budgetKey: budgetKey, budgetLimit: budgetLimit) }
     }
 
+    /// False once the job's budget is used up: its transfer then reads no more until a decision moves it
+    /// (`DownloadRequest.allowance`), so a budget is overshot by no more than the buffers in hand.
+    public func allows(job: String) -> Bool {
+        state.withLock { state in
+            guard let route = state.routes[job], let key = route.budgetKey, let limit = route.budgetLimit else { return true }
+            return state.usage.used(key) < limit
+        }
+    }
+
     public func stopRouting(job: String) {
         state.withLock { _ = $0.routes.removeValue(forKey: job) }
     }
@@ -60,8 +80,8 @@ public final class LinkAccounting: Sendable {
         state.withLock { state in
             let route = state.routes[job]
             let link = route?.link ?? state.primary?.name ?? "unknown"
-            state.bytesByLink[link, default: 0] += Int64(count)
-            state.unsaved += Int64(count)
+            state.bytesByLink[link] = Self.sum(state.bytesByLink[link] ?? 0, Int64(count))
+            state.unsaved = Self.sum(state.unsaved, Int64(count))
             guard let key = route?.budgetKey else { return false }
             let before = state.usage.used(key)
             state.usage.record(bytes: Int64(count), budgetKey: key)
@@ -70,14 +90,37 @@ public final class LinkAccounting: Sendable {
         }
     }
 
-    /// Counts bytes another program moved (`meterwise run`, `POST /v1/usage`) on the primary link,
-    /// against `budgetKey` when the policy counts that download against a budget.
-    public func recordExternal(bytes count: Int64, budgetKey: String?) {
-        state.withLock { state in
-            state.bytesByLink[state.primary?.name ?? "unknown", default: 0] += count
-            state.unsaved += count
-            if let budgetKey { state.usage.record(bytes: count, budgetKey: budgetKey) }
+    /// Counts bytes another program says it moved (`meterwise run`, `POST /v1/usage`) on the primary link,
+    /// against `budgetKey` when the policy counts that download against a budget. A report is taken on
+    /// no one's word: it counts only as many bytes as the link received that no report claimed yet and
+    /// the daemon's own transfers did not count (`UnclaimedBytes`). Returns the bytes counted.
+    @discardableResult
+    public func recordExternal(bytes count: Int64, budgetKey: String?, counter: ReceivedBytesCounter, at now: Date)
+        -> Int64
+    {
+        let link = state.withLock { $0.primary?.name }
+        let reading = counter.wholeMachine ? counter.read("") : link.flatMap(counter.read)
+        return state.withLock { state in
+            let (key, own) = state.scope(counter)
+            let claimed = state.unclaimed.claim(count, link: key, counter: reading, own: own, at: now)
+            guard claimed > 0 else { return 0 }
+            let name = state.primary?.name ?? "unknown"
+            state.bytesByLink[name] = Self.sum(state.bytesByLink[name] ?? 0, claimed)
+            state.unsaved = Self.sum(state.unsaved, claimed)
+            if let budgetKey { state.usage.record(bytes: claimed, budgetKey: budgetKey) }
+            return claimed
         }
+    }
+
+    /// Reads the primary's counter so the next report measures from now (any question to the daemon).
+    public func look(counter: ReceivedBytesCounter, at now: Date) {
+        recordExternal(bytes: 0, budgetKey: nil, counter: counter, at: now)
+    }
+
+    /// Saved counters saturate: a sum past Int64.max stays there instead of trapping.
+    static func sum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (result, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b < 0 ? .min : .max) : result
     }
 
     public var usage: Usage { state.withLock { $0.usage } }
@@ -89,7 +132,8 @@ public final class LinkAccounting: Sendable {
         state.withLock { state in
             var result: [String: Int64] = [:]
             for (link, bytes) in state.bytesByLink {
-                result[(state.kinds[link] ?? .other).rawValue, default: 0] += bytes
+                let kind = (state.kinds[link] ?? .other).rawValue
+                result[kind] = Self.sum(result[kind] ?? 0, bytes)
             }
             return result
         }

@@ -110,7 +110,8 @@ struct ListCommand: AsyncParsableCommand {
         }
         var rows = [["ID", "STATE", "DONE", "RULE", "FILE"]]
         for status in jobs {
-            rows.append([status.job.id, status.job.state.rawValue, JobText.progress(status.job), status.job.rule ?? "-",
+            let rule = status.job.rule ?? status.heldBy.map { "- (\($0))" } ?? "-"
+            rows.append([status.job.id, status.job.state.rawValue, JobText.progress(status.job), rule,
                          status.job.destination])
         }
         Output.line(SnapshotFormat.render(rows))

@@ -140,6 +140,8 @@ struct DaemonCommand: AsyncParsableCommand {
             policy: policySet, store: store, monitor: monitor, clock: clock,
             configuration: {
                 var c = EngineConfiguration(maxActive: maxActive, canBind: scenario == nil)
+                // Simulated links carry their bytes over the machine's real interfaces.
+                c.receivedBytes = scenario == nil ? .perLink : .wholeMachine
                 c.retention = retentionPeriod ?? nil
                 c.caBundle = caBundle
                 c.proxy = proxy

@@ -42,10 +42,13 @@ public enum ControlAPI {
         /// Where the answer came from: `daemon` (live links and budgets) or `local` (links read now,
         /// budgets unused).
         public var source: String
+        /// In the answer to `POST /v1/usage`: how many of the reported bytes were counted (no more than the
+        /// link really received that nothing else counted).
+        public var countedBytes: Int64?
 
         enum CodingKeys: String, CodingKey {
             case action, rule, rate, reasons, source
-            case allowedLinks = "allowed_links", nextChange = "next_change"
+            case allowedLinks = "allowed_links", nextChange = "next_change", countedBytes = "counted_bytes"
         }
 
         public init(action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String],

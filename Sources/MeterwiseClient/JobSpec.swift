@@ -118,11 +118,15 @@ public struct JobStatus: Sendable, Codable, Hashable {
     public var retryReason: String?
     /// The proxy the job's requests go through (password redacted); nil when direct.
     public var proxy: String?
+    /// A rule that would let the job move more but for its spent budget: `cell-allowance (budget cell is
+    /// used up)`.
+    public var heldBy: String?
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case job, link, action
         case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason", proxy = "via_proxy"
+        case heldBy = "held_by"
     }
 
     public init(job: JobRecord, pausedSeconds: Double, link: String?, action: String?, nextRetryAt: Date? = nil,

@@ -16,6 +16,10 @@ public struct Decision: Sendable, Hashable {
     public var nextChange: Date?
     /// The budget key (see `Usage`) that the bytes this job moves now count against, if any.
     public var budgetKey: String?
+    /// A spent budget that keeps a rule allowing more from matching: the first reason then names it.
+    public var spentBudget: SpentBudget?
+    /// That rule and its budget in a few words, for lists: `cell-allowance (budget cell is used up)`.
+    public var heldBy: String?
 
     public init(
         action: Action, rate: Int64? = nil, allowedLinks: [String] = [], rule: String? = nil,

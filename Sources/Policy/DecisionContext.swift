@@ -17,6 +17,10 @@ public struct DecisionContext: Sendable {
         var allowedLinks: [String]
         var budgetKey: String?
         var budgetNote: String?
+        /// The rule's budget when it has no bytes left this period.
+        var spent: SpentBudget?
+        /// True when the spent budget is all that keeps the rule from matching (the job's own tests aside).
+        var spentOnly = false
         /// The reasons after the first when this rule matches (rate, links, budget, the link's class).
         var matchedTail: [String] = []
         /// The first reason when the rule has no job tests (the same for every job).
@@ -133,10 +137,14 @@ public struct DecisionContext: Sendable {
     }
 
     /// The first rule that matches; with `explaining`, every rule before it goes into `misses` with why.
+    /// When a rule that would have let the job move more was skipped only because its budget is spent,
+    /// the decision says so first (`Decision.spentBudget`).
     func evaluate(job: JobInfo, explaining: Bool, misses: inout [Explanation.Miss]) -> Decision {
+        var held: (rule: Rule, budget: SpentBudget)?
         for (index, rule) in policy.rules.enumerated() {
             let state = states[index]
-            if !explaining, !state.misses.isEmpty { continue }  // fast path: no need to say why
+            // Fast path: no need to say why, unless the miss is a spent budget the answer must name.
+            if !explaining, !state.misses.isEmpty, !state.spentOnly || held != nil { continue }
             var jobMisses: [String] = []
             var jobPasses: [String] = []
             if state.matchedHead == nil {
@@ -144,15 +152,30 @@ public struct DecisionContext: Sendable {
             }
             if state.misses.isEmpty && jobMisses.isEmpty {
                 let head = state.matchedHead ?? Self.head(rule.name, state.passes + jobPasses)
-                return Decision(
+                let decision = Decision(
                     action: rule.action, rate: rule.action == .throttle ? rule.rate : nil,
                     allowedLinks: rule.action == .pause ? [] : state.allowedLinks, rule: rule.name,
                     reasons: [head] + state.matchedTail, nextChange: nextChanges[index],
                     budgetKey: rule.action == .pause ? nil : state.budgetKey)
+                return held.map { withSpentBudget(decision, $0.budget, rule: $0.rule) } ?? decision
             }
+            if state.spentOnly, jobMisses.isEmpty, held == nil, let spent = state.spent { held = (rule, spent) }
             if explaining { misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses)) }
         }
-        return fallback
+        return held.map { withSpentBudget(fallback, $0.budget, rule: $0.rule) } ?? fallback
+    }
+
+    /// `decision` headed by the spent budget of `rule`, when that rule would have let the job move more.
+    func withSpentBudget(_ decision: Decision, _ budget: SpentBudget, rule: Rule) -> Decision {
+        guard rule.action.allowance > decision.action.allowance else { return decision }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        var decision = decision
+        decision.spentBudget = budget
+        decision.heldBy = "\(rule.name) (budget \(budget.name) is used up)"
+        decision.reasons.insert(
+            budget.headline(rule: rule.name, action: rule.action, now: now, calendar: calendar), at: 0)
+        return decision
     }
 
     static func defaultDecision(

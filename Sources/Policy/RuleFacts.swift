@@ -44,8 +44,14 @@ struct RuleFacts {
         }
         testLink(rule.when, into: &state)
         later(testWindows(rule.when, into: &state))
+        let beforeBudget = state.misses.count
         if let budget = rule.budget { later(testBudget(budget, left: rule.when.budgetLeft, into: &state)) }
-        if rule.action != .pause { testReach(rule, into: &state) }
+        // Only the budget stands in the way so far: whether the rule would run without it is tested as if
+        // it had bytes left, so a spent budget can be named as the reason (`RuleState.spentOnly`).
+        let budgetOnly = beforeBudget == 0 && state.spent != nil
+        let budgetMisses = state.misses.count - beforeBudget
+        if rule.action != .pause { testReach(rule, into: &state, ignoring: budgetOnly ? budgetMisses : 0) }
+        state.spentOnly = budgetOnly && state.misses.count == budgetMisses
         return (state, next)
     }
 
@@ -111,6 +117,10 @@ struct RuleFacts {
         let limit = Units.formatBytes(budget.bytes)
         let resets = DecisionContext.localStamp(period.end, calendar: calendar)
         state.budgetKey = key
+        if left == 0 {
+            state.spent = SpentBudget(
+                name: budget.name, used: used, bytes: budget.bytes, period: budget.period, resets: period.end)
+        }
         state.budgetNote =
             "budget \(budget.name): \(Units.formatBytes(used)) of \(limit) used this \(budget.period.rawValue) "
             + "period, resets \(resets)"
@@ -126,8 +136,9 @@ struct RuleFacts {
     }
 
     /// For a rule that moves bytes: may it use the metered primary, and which uplinks does `via` leave?
-    func testReach(_ rule: Rule, into state: inout DecisionContext.RuleState) {
-        if let primary, let network = primaryClass, network.metered, !rule.allowsMetered, state.misses.isEmpty {
+    /// These tests speak only when nothing else missed yet, `ignoring` that many earlier misses.
+    func testReach(_ rule: Rule, into state: inout DecisionContext.RuleState, ignoring: Int = 0) {
+        if let primary, let network = primaryClass, network.metered, !rule.allowsMetered, state.misses.count <= ignoring {
             state.misses.append(
                 "\(primary.name) is metered and this rule does not allow metered links "
                     + "(add `metered: yes` or `allow_metered: yes` to its when, or `via: any`)")
@@ -137,7 +148,7 @@ struct RuleFacts {
         case .unmetered: state.allowedLinks = uplinks.filter { !$0.network.metered }.map(\.link.name)
         case .link(let name): state.allowedLinks = uplinks.contains { $0.link.name == name } ? [name] : []
         }
-        if state.allowedLinks.isEmpty, state.misses.isEmpty {
+        if state.allowedLinks.isEmpty, state.misses.count <= ignoring {
             state.misses.append("`via: \(rule.effectiveVia)` leaves no usable uplink")
         }
     }

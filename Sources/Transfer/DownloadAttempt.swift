@@ -322,6 +322,7 @@ extension DownloadRun {
     ) async -> FetchOutcome {
         var position = offset
         let onBytes = request.onBytes
+        let allowance = request.allowance
         let limit = request.maxSize ?? ObjectLimits.maxBytes
         var speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
         do {
@@ -348,6 +349,10 @@ extension DownloadRun {
                 position += Int64(slice.readableBytes)
                 board.advance(id, to: position, wrote: slice.readableBytes)
                 if position >= end { break }
+                if let allowance, !allowance() {
+                    try await holdReads(until: allowance)
+                    speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
+                }
             }
         } catch let error as TransferError {
             return .end(.failed(error))
@@ -367,6 +372,14 @@ extension DownloadRun {
 }
 
 extension DownloadRun {
+    /// Reads nothing more until `allowance` says so again: at `Download.retryNow()` (the engine calls it when
+    /// a job's budget or route changes) and once a second; throws `CancellationError` when stopped.
+    func holdReads(until allowance: @Sendable () -> Bool) async throws {
+        while !allowance() {
+            try await download.wake.sleep(for: .seconds(1))
+        }
+    }
+
     /// The size of a response head as it came over the wire, near enough: status line, header lines and
     /// the blank line (the reason phrase is NIO's for the code).
     static func headBytes(_ response: HTTPClientResponse) -> Int {

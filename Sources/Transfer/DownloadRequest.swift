@@ -57,6 +57,11 @@ public struct DownloadRequest: Sendable {
     /// Called on the network path with the size of every received body buffer (for per-link
     /// accounting). Must be cheap and must not block.
     public var onBytes: (@Sendable (Int) -> Void)?
+    /// Asked after each received buffer is written: false holds the segment's reads (an allowance such as
+    /// a data budget ran out) until it turns true again, checked at `Download.retryNow()` and every second,
+    /// or until the download stops. The buffer in hand is kept; what the kernel holds is not read, so no
+    /// more than one buffer per connection is counted past the allowance. Must be cheap and must not block.
+    public var allowance: (@Sendable () -> Bool)?
 
     /// A request with the defaults: automatic segments, checkpoint every 4 MiB or 1 s, 4 MiB chunks.
     public init(

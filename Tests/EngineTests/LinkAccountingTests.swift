@@ -1,4 +1,5 @@
 import Engine
+import Foundation
 import Links
 import Policy
 import TestSupport
@@ -27,5 +28,66 @@ import Testing
         #expect(accounting.record(job: "a", bytes: 1) == true)
         #expect(accounting.record(job: "a", bytes: 1) == false, "reported once, at the crossing")
         #expect(accounting.usage.used("cell@0") == 1001)
+    }
+
+    /// A counter the test sets: what the kernel would say the link received.
+    final class FakeCounter: @unchecked Sendable {
+        var value: Int64? = 0
+        var counter: ReceivedBytesCounter { ReceivedBytesCounter(wholeMachine: false) { [self] _ in value } }
+    }
+
+    /// `POST /v1/usage` is taken on no one's word: a report counts only what the link received that
+    /// neither the daemon's own transfers nor an earlier report counted.
+    @Test func reportsCountNoMoreThanTheLinkReceived() {
+        let accounting = LinkAccounting()
+        accounting.apply(TestSnapshots.radios(up: ["wwan0"], primary: "wwan0"))
+        let fake = FakeCounter()
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        fake.value = 10_000
+        accounting.look(counter: fake.counter, at: t0)
+        // A 2^40 claim with 0 bytes received since: nothing counted.
+        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: "cell@0", counter: fake.counter, at: t0) == 0)
+        // The link received 5 000 bytes, 2 000 of them the daemon's own job's: 3 000 may be claimed.
+        accounting.route(job: "own", link: "wwan0", budgetKey: nil)
+        accounting.record(job: "own", bytes: 2_000)
+        fake.value = 15_000
+        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: "cell@0", counter: fake.counter, at: t0 + 2) == 3_000)
+        #expect(accounting.usage.used("cell@0") == 3_000)
+        // Already claimed: a second report gets nothing more.
+        #expect(accounting.recordExternal(bytes: 100, budgetKey: "cell@0", counter: fake.counter, at: t0 + 3) == 0)
+        // An honest report takes only what it says.
+        fake.value = 16_000
+        #expect(accounting.recordExternal(bytes: 400, budgetKey: "cell@0", counter: fake.counter, at: t0 + 4) == 400)
+        #expect(accounting.recordExternal(bytes: 1_000, budgetKey: "cell@0", counter: fake.counter, at: t0 + 5) == 600)
+        // Bytes nobody claimed expire after the horizon; a look after a longer gap only sets a baseline.
+        fake.value = 20_000
+        #expect(accounting.recordExternal(bytes: 0, budgetKey: nil, counter: fake.counter, at: t0 + 6) == 0)
+        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 100) == 0)
+        fake.value = 1_000_000
+        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 1000) == 0)
+        // A counter that went back (the interface was re-created) or cannot be read counts nothing.
+        fake.value = 5
+        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 1001) == 0)
+        fake.value = nil
+        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 1002) == 0)
+        #expect(accounting.usage.used("cell@0") == 4_000)
+    }
+
+    /// Saved counters saturate: a store already at the top stays there instead of trapping.
+    @Test func savedCountersSaturate() {
+        let accounting = LinkAccounting(
+            usage: Usage(bytes: ["cell@0": .max - 1]), linkBytes: ["wwan0": (kind: "wwan", bytes: .max - 1)])
+        accounting.apply(TestSnapshots.radios(up: ["wwan0"], primary: "wwan0"))
+        accounting.route(job: "a", link: "wwan0", budgetKey: "cell@0", budgetLimit: 10)
+        accounting.record(job: "a", bytes: 1 << 30)
+        let fake = FakeCounter()
+        fake.value = 0
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        accounting.look(counter: fake.counter, at: t0)
+        fake.value = .max
+        accounting.recordExternal(bytes: .max, budgetKey: "cell@0", counter: fake.counter, at: t0 + 1)
+        #expect(accounting.usage.used("cell@0") == .max)
+        #expect(accounting.bytesByLink["wwan0"] == .max)
+        #expect(accounting.bytesByKind["wwan"] == .max)
     }
 }

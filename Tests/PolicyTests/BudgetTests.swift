@@ -99,4 +99,54 @@ import Testing
         let data = try JSONEncoder().encode(usage)
         #expect(try JSONDecoder().decode(Usage.self, from: data) == usage)
     }
+
+    static let dailyCell = """
+        rules:
+          - name: cell-allowance
+            when: { metered: yes }
+            action: run
+            budget: { name: cell, bytes: 6MiB, period: daily }
+          - name: small-anyway
+            when: { metered: yes, size: "< 1KiB" }
+            throttle: 1KiB/s
+        """
+
+    /// A rule skipped only because its budget is spent is named first, whether no rule matched or a
+    /// stricter one did; the job's own misses and rules that would not allow more are not blamed.
+    @Test func aSpentBudgetIsTheHeadline() throws {
+        let policy = try Fixtures.policy(Self.dailyCell)
+        let now = Fixtures.date("2026-11-18T20:48:00Z")  // 21:48 in Berlin: resets 00:00, in 2 h 12 m
+        var usage = Usage()
+        let first = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(first.rule == "cell-allowance" && first.heldBy == nil)
+        usage.record(bytes: 6_319_941, decision: first)
+
+        let spent = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(spent.action == .pause && spent.rule == nil)
+        #expect(spent.reasons.first == "budget cell is used up (6.03 MiB of 6.00 MiB today), resets 00:00 (in 2 h 12 m); rule `cell-allowance` would run")
+        #expect(spent.heldBy == "cell-allowance (budget cell is used up)")
+        #expect(spent.spentBudget?.name == "cell")
+        // The explanation says the same first, and still lists the rule's own miss.
+        let explained = policy.explain(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(explained.decision.reasons.first == spent.reasons.first)
+        #expect(explained.misses.first?.why.contains { $0.hasPrefix("budget cell is used up") } == true)
+
+        // A stricter rule matched (throttle): the budget is still why the job does not run at full speed.
+        let small = policy.decide(job: JobInfo(size: 10), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(small.rule == "small-anyway" && small.reasons.first?.hasPrefix("budget cell is used up") == true)
+
+        // On Wi-Fi the budget rule would not match anyway (it wants metered): nothing blames the budget.
+        let wifi = policy.decide(job: JobInfo(), snapshot: Fixtures.onWifi, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(wifi.heldBy == nil && wifi.reasons.first?.contains("budget") == false)
+    }
+
+    static let spans: [(Double, String)] = [
+        (59, "under a minute"), (60, "1 m"), (3 * 3600 + 12 * 60 + 5, "3 h 12 m"), (7200, "2 h"),
+        (86_400 * 3 + 3600, "3 d 1 h"), (Double.infinity, "under a minute"), (-5, "under a minute"),
+    ]
+
+    @Test(arguments: spans)
+    func spansAreShort(seconds: Double, text: String) {
+        #expect(SpentBudget.span(seconds) == text)
+    }
 }
