@@ -46,11 +46,11 @@ public struct ReceivedBytesCounter: Sendable {
 ///
 /// Pure. Each report first adds what the link's counter gained since the last look, less what the
 /// daemon's own transfers counted on that link meanwhile (those are counted already), then takes what it
-/// claims from that pool, oldest bytes first. Bytes unclaimed for `horizon` expire, and a look more than
-/// `horizon` after the previous one only starts a new baseline (what the counter gained over that gap may
-/// be an hour of other programs' traffic), so no report collects old traffic at once. Any question to the
-/// daemon looks (`look`), so `run`'s first report finds a fresh baseline. A counter that went backwards (the
-/// interface was re-created) starts a new baseline too.
+/// claims from that pool, oldest bytes first. Bytes unclaimed for `horizon` expire; what the counter
+/// gained over a gap longer than `horizon` is taken as spread evenly over it, so only the last horizon's
+/// share joins the pool: no report collects an hour of other programs' traffic at once. Any question to the
+/// daemon looks (`look`), and `run` reports every 2 s, so its own bytes never fall in such a gap. A counter
+/// that went backwards (the interface was re-created) starts a new baseline.
 struct UnclaimedBytes: Sendable {
     static let horizon: TimeInterval = 60
 
@@ -67,12 +67,16 @@ struct UnclaimedBytes: Sendable {
     mutating func claim(_ requested: Int64, link: String, counter: Int64?, own: Int64, at now: Date) -> Int64 {
         var pool = (pools[link] ?? []).filter { now.timeIntervalSince($0.at) < Self.horizon && $0.bytes > 0 }
         if let counter {
-            if let previous = last[link], counter >= previous.counter, now >= previous.at,
-                now.timeIntervalSince(previous.at) <= Self.horizon
-            {
+            if let previous = last[link], counter >= previous.counter, now >= previous.at {
                 let gained = counter - previous.counter
                 let ownGained = own >= previous.own ? own - previous.own : 0
-                if gained > ownGained { pool.append((now, gained - ownGained)) }
+                if gained > ownGained {
+                    let fresh = gained - ownGained
+                    let gap = now.timeIntervalSince(previous.at)
+                    // Double(Int64.max) rounds up past Int64.max: the product is capped below it first.
+                    let recent = gap <= Self.horizon ? fresh : Int64(min(Double(fresh) * (Self.horizon / gap), 9e18))
+                    pool.append((now, recent))
+                }
             }
             last[link] = Look(counter: counter, own: own, at: now)
         }

@@ -118,8 +118,8 @@ public struct JobStatus: Sendable, Codable, Hashable {
     public var retryReason: String?
     /// The proxy the job's requests go through (password redacted); nil when direct.
     public var proxy: String?
-    /// A rule that would let the job move more but for its spent budget: `cell-allowance (budget cell is
-    /// used up)`.
+    /// A rule that would let the job move more but for its spent budget: `cell-allowance: budget cell is
+    /// used up`.
     public var heldBy: String?
 
     /// The JSON contract is snake_case (docs/api.md).

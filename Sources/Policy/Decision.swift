@@ -18,7 +18,7 @@ public struct Decision: Sendable, Hashable {
     public var budgetKey: String?
     /// A spent budget that keeps a rule allowing more from matching: the first reason then names it.
     public var spentBudget: SpentBudget?
-    /// That rule and its budget in a few words, for lists: `cell-allowance (budget cell is used up)`.
+    /// That rule and its budget in a few words, for lists: `cell-allowance: budget cell is used up`.
     public var heldBy: String?
 
     public init(

@@ -172,7 +172,7 @@ public struct DecisionContext: Sendable {
         calendar.timeZone = timeZone
         var decision = decision
         decision.spentBudget = budget
-        decision.heldBy = "\(rule.name) (budget \(budget.name) is used up)"
+        decision.heldBy = "\(rule.name): budget \(budget.name) is used up"
         decision.reasons.insert(
             budget.headline(rule: rule.name, action: rule.action, now: now, calendar: calendar), at: 0)
         return decision

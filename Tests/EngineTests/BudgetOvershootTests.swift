@@ -37,7 +37,7 @@ import Testing
                 overshoots.append(used - (1 << 20))
                 let status = try await h.engine.status(job.id)
                 #expect(status.job.reason?.hasPrefix("budget cell is used up") == true, "\(status.job.reason ?? "")")
-                #expect(status.heldBy == "cell-allowance (budget cell is used up)")
+                #expect(status.heldBy == "cell-allowance: budget cell is used up")
             }
         }
         print("BudgetOvershootTests: overshoot per run (bytes) \(overshoots), bound \(Self.bound)")

@@ -124,7 +124,7 @@ import Testing
         let spent = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(spent.action == .pause && spent.rule == nil)
         #expect(spent.reasons.first == "budget cell is used up (6.03 MiB of 6.00 MiB today), resets 00:00 (in 2 h 12 m); rule `cell-allowance` would run")
-        #expect(spent.heldBy == "cell-allowance (budget cell is used up)")
+        #expect(spent.heldBy == "cell-allowance: budget cell is used up")
         #expect(spent.spentBudget?.name == "cell")
         // The explanation says the same first, and still lists the rule's own miss.
         let explained = policy.explain(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
