@@ -24,6 +24,8 @@ public struct EngineConfiguration: Sendable {
     /// CAs trusted for every job besides the system's store (`daemon --ca-file`); a job's `ca_file`
     /// replaces both.
     public var caBundle: CABundle = .none
+    /// How many unfinished jobs each user (not root, not the daemon's own user) may hold.
+    public var quota = JobQuota()
 
     public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
                 httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {
