@@ -46,7 +46,8 @@ import Testing
         // A cancelled job gives its place back.
         let mine = try daemon.cliAsNobody(["list", "--json"])
         let jobs = (try? JSONSerialization.jsonObject(with: Data(mine.stdout.utf8)) as? [[String: Any]]) ?? []
-        let first = try #require(jobs.compactMap { ($0["job"] as? [String: Any])?["id"] as? String }.first)
+        let ids = jobs.compactMap { ($0["job"] as? [String: Any])?["id"] as? String }
+        let first = try #require(ids.first)
         #expect(try daemon.cliAsNobody(["cancel", first]).status == 0)
         let again = try daemon.cliAsNobody(["add", server.url("/c.bin"), "-o", out("c.bin")])
         #expect(again.status == 0, "\(again.stderr)")
