@@ -1,5 +1,6 @@
 import Foundation
 import MeterwiseClient
+import TestSupport
 import Testing
 
 /// What another user or a server wrote reaches a terminal only with its control characters escaped (C0,
@@ -28,6 +29,30 @@ import Testing
         }
         for value in UInt32(0)...0x9F where !(0x20...0x7E).contains(value) {
             #expect(ShownText.isControl(Unicode.Scalar(value)!), "U+\(String(value, radix: 16))")
+        }
+    }
+
+    /// Seeded (`SHOWN_TEXT_SEED` replays): random text, controls and non-ASCII mixed, never shows a control,
+    /// keeps every other character, and its JSON form decodes to the same text.
+    @Test func randomTextNeverShowsAControl() throws {
+        let seed = SplitMix.seed(from: "SHOWN_TEXT_SEED")
+        print("ShownTextTests seed \(seed)")
+        var random = SplitMix(seed: seed)
+        let pools: [ClosedRange<UInt32>] = [0...0x20, 0x21...0x7E, 0x7F...0xA0, 0xA1...0x2FF, 0x2000...0x206F, 0x1F600...0x1F64F]
+        for _ in 0..<2_000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...40, using: &random) {
+                let pool = pools.randomElement(using: &random)!
+                text.unicodeScalars.append(Unicode.Scalar(UInt32.random(in: pool, using: &random))!)
+            }
+            let shown = ShownText.escaped(text)
+            #expect(!ShownText.hasControl(shown), "seed \(seed): \(text.debugDescription)")
+            if !ShownText.hasControl(text) { #expect(shown == text, "seed \(seed)") }
+            // Everything from U+00A0 up is kept as it was, in order.
+            #expect(shown.unicodeScalars.filter { $0.value >= 0xA0 }.elementsEqual(text.unicodeScalars.filter { $0.value >= 0xA0 }))
+            let json = ShownText.json(String(decoding: try JSONSerialization.data(withJSONObject: [text]), as: UTF8.self))
+            #expect(!ShownText.hasControl(json), "seed \(seed): \(text.debugDescription)")
+            #expect(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String] == [text], "seed \(seed)")
         }
     }
 
