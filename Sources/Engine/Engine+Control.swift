@@ -29,7 +29,8 @@ extension Engine {
             spec.destination = try DestinationCheck.resolve(spec.destination, identity: asker.identity)
             // A symlink may lead there although the path as given did not.
             if let area = JobSpec.kernelArea(spec.destination) {
-                throw TransferError(.invalidURL, "the destination resolves into \(area): save it in a folder of your own")
+                throw TransferError(
+                    .invalidURL, "the destination resolves into \(area): save it in a folder of your own")
             }
         } catch {
             switch error.code {

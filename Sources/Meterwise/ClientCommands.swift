@@ -86,8 +86,9 @@ struct AddCommand: AsyncParsableCommand {
         if client.json {
             Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
         } else {
-            Output.line("added \(ShownText.escaped(status.job.id)): \(status.job.state.rawValue) -> \(ShownText.escaped(status.job.destination))")
-            if let reason = status.job.reason, status.job.state != .running { Output.line("  \(ShownText.escaped(reason))") }
+            let shown: (String) -> String = ShownText.escaped
+            Output.line("added \(shown(status.job.id)): \(status.job.state.rawValue) -> \(shown(status.job.destination))")
+            if let reason = status.job.reason, status.job.state != .running { Output.line("  \(shown(reason))") }
         }
     }
 }
@@ -131,7 +132,9 @@ struct StatusCommand: AsyncParsableCommand {
         let api = ControlClient(socketPath: client.socketPath)
         guard let id else {
             let (jobs, raw) = try await api.call(.GET, "/v1/jobs", as: [JobStatus].self)
-            if client.json { Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))) } else {
+            if client.json {
+                Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
+            } else {
                 for status in jobs { Output.line(JobText.summary(status)) }
             }
             return
@@ -143,13 +146,14 @@ struct StatusCommand: AsyncParsableCommand {
                 var status: JobStatus
                 var explain: ControlAPI.ExplainBody
             }
-            Output.line(ShownText.json(String(decoding: try ControlAPI.encoder().encode(Combined(status: status, explain: explain)), as: UTF8.self)))
+            let data = try ControlAPI.encoder().encode(Combined(status: status, explain: explain))
+            Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
             return
         }
         Output.line(JobText.summary(status))
         if let error = status.job.error { Output.line("  error: \(ShownText.escaped(error))") }
         if !status.job.state.isFinal {
-            Output.line("  policy: \(ShownText.escaped(explain.action)) (rule \(ShownText.escaped(explain.rule ?? "default")))")
+            Output.line("  policy: " + ShownText.escaped("\(explain.action) (rule \(explain.rule ?? "default"))"))
             for line in explain.text.split(separator: "\n") { Output.line("    \(ShownText.escaped(line))") }
         }
     }
@@ -188,7 +192,9 @@ struct WatchCommand: AsyncParsableCommand {
         let encoder = ControlAPI.encoder()
         try await ControlClient(socketPath: client.socketPath).events { event in
             if client.json {
-                if let data = try? encoder.encode(event) { Output.line(ShownText.json(String(decoding: data, as: UTF8.self))) }
+                if let data = try? encoder.encode(event) {
+                    Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
+                }
                 return
             }
             let time = SnapshotFormat.timestamp(event.at)
@@ -197,12 +203,14 @@ struct WatchCommand: AsyncParsableCommand {
                 let total = event.totalBytes ?? 0
                 let fraction = total > 0 ? Double(event.bytesDone ?? 0) / Double(total) : 0
                 let filled = Int(fraction * 30)
-                let text = "\(ShownText.escaped(event.job ?? "")) [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 30 - filled))] "
+                let text = ShownText.escaped(event.job ?? "")
+                    + " [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 30 - filled))] "
                     + "\(Int(fraction * 100))% \(Units.formatBytes(event.bytesDone ?? 0)) "
                     + "\(Units.formatBytes(Int64(event.bytesPerSecond ?? 0)))/s"
                 if tty { FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + text).utf8)) }
             case "links":
-                Output.line((tty ? "\r\u{1B}[2K" : "") + "\(time) link     primary \(ShownText.escaped(event.primary ?? "none")) (\(ShownText.escaped(event.kind ?? "-")))")
+                let link = ShownText.escaped("\(event.primary ?? "none") (\(event.kind ?? "-"))")
+                Output.line((tty ? "\r\u{1B}[2K" : "") + "\(time) link     primary \(link)")
             default:
                 var text = "\(event.event.padding(toLength: 8, withPad: " ", startingAt: 0)) \(event.job ?? "")"
                 if let action = event.action { text += " \(action)" }
@@ -226,7 +234,8 @@ enum JobText {
     static func summary(_ status: JobStatus) -> String {
         // Every value here may be another user's or a server's words: escaped (`ShownText`), line by line.
         let shown: (String) -> String = ShownText.escaped
-        var text = "\(shown(status.job.id))  \(status.job.state.rawValue)  \(progress(status.job))  \(shown(status.job.destination))"
+        var text = "\(shown(status.job.id))  \(status.job.state.rawValue)  \(progress(status.job))  "
+            + shown(status.job.destination)
         if let link = status.link { text += "  via \(shown(link))" }
         if status.job.state == .waiting || status.job.state == .queued, let reason = status.job.reason {
             text += "\n  why: \(shown(reason))"

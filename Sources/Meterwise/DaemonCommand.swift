@@ -56,7 +56,8 @@ struct DaemonCommand: AsyncParsableCommand {
     var maxActive: Int = 3
 
     @Option(help: ArgumentHelp(
-        "How many unfinished jobs each user of the socket may hold; 0: no limit. Root and the daemon's own user are not limited.",
+        "How many unfinished jobs each user of the socket may hold; 0: no limit.",
+        discussion: "Root and the daemon's own user are not limited. One more job is refused with 429 quota (docs/api.md).",
         valueName: "n"))
     var maxQueuedPerUser: Int = JobQuota.defaultPerUser
 

@@ -27,7 +27,8 @@ public struct ControlClient: Sendable {
                 status: 0)
         }
         guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw ClientError(message: "\(ShownText.escaped(socketPath)) is not a socket: give the daemon's socket with --socket", status: 0)
+            throw ClientError(
+                message: "\(ShownText.escaped(socketPath)) is not a socket: give the daemon's socket with --socket", status: 0)
         }
     }
 

@@ -60,7 +60,9 @@ public struct JobSpec: Sendable, Codable, Hashable {
             if path.utf8.count > 4096 { return "\(key) is longer than 4096 bytes" }
             if let area = Self.kernelArea(path) { return "\(key) may not be under \(area): give a PEM file of your own" }
         }
-        if let area = Self.kernelArea(destination) { return "destination may not be under \(area): save it in a folder of your own" }
+        if let area = Self.kernelArea(destination) {
+            return "destination may not be under \(area): save it in a folder of your own"
+        }
         if (certFile == nil) != (keyFile == nil) { return "cert_file and key_file go together: give both or neither" }
         if let proxy, proxy.utf8.count > 4096 { return "proxy is longer than 4096 bytes" }
         // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
@@ -78,20 +80,25 @@ public struct JobSpec: Sendable, Codable, Hashable {
     /// Nil when `tags` are within bounds: at most `maxTags`, each 1 to `maxTagBytes` of ASCII letters,
     /// digits and `- _ . : / + @` (a comma separates tags in the API's queries). Otherwise what to fix.
     public static func tagsProblem(_ tags: [String]) -> String? {
-        if tags.count > maxTags { return "tags: \(tags.count) given, at most \(maxTags) per job; keep the ones your policy matches" }
+        if tags.count > maxTags {
+            return "tags: \(tags.count) given, at most \(maxTags) per job; keep the ones your policy matches"
+        }
         for tag in tags {
             let shown = ShownText.escaped(tag.prefix(maxTagBytes + 1))
             if tag.isEmpty || tag.utf8.count > maxTagBytes {
                 return "tag \"\(shown)\": a tag is 1 to \(maxTagBytes) bytes; shorten it"
             }
-            if !tag.unicodeScalars.allSatisfy({ $0.isASCII && (tagCharacters.contains($0) || $0.properties.isAlphabetic || ("0"..."9").contains($0)) }) {
+            if !tag.unicodeScalars.allSatisfy(isTagCharacter) {
                 return "tag \"\(shown)\": use only letters, digits and - _ . : / + @"
             }
         }
         return nil
     }
 
-    private static let tagCharacters: Set<Unicode.Scalar> = ["-", "_", ".", ":", "/", "+", "@"]
+    private static func isTagCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+            || "-_.:/+@".unicodeScalars.contains(scalar)
+    }
 
     /// The kernel's own trees, when `path` is in one (`/proc`, `/dev`, `/sys`) as written, `.`, `..` and
     /// repeated slashes aside: a job's files may not be there. `/proc/self/fd/N` read by the daemon would
