@@ -82,7 +82,8 @@ let package = Package(
             dependencies: ["Links", "ConfigKit", .product(name: "Yams", package: "Yams")]
         ),
         // Linux calls Swift cannot make directly: per-thread file-system credentials, faccessat2, renameat2,
-        // flock, SO_PEERCRED (Transfer and Engine only).
+        // flock, SO_PEERCRED (Transfer, Engine and the
+        // control client only).
         .target(name: "CFileCalls"),
         // CRC-32C with SSE 4.2 / ARMv8 CRC chosen at run time: the partial file's per-chunk checksums (Transfer only).
         .target(name: "CCRC32C"),
@@ -111,12 +112,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The control API's JSON shapes (snake_case) and its client over the Unix socket.
+        // The control API's JSON shapes (snake_case) and its client over the Unix socket (which sends nothing
+        // before the listener's SO_PEERCRED shows root or the caller).
         .target(
             name: "MeterwiseClient",
             dependencies: [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "CFileCalls",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]

@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +38,14 @@ int mw_open_unnamed(int dirfd) { return openat(dirfd, ".", O_TMPFILE | O_WRONLY 
 int mw_unlock(int fd) { return flock(fd, LOCK_UN); }
 
 int mw_so_peercred(void) { return SO_PEERCRED; }
+
+int mw_o_path(void) { return O_PATH; }
+
+int mw_is_procfs(int fd) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) return -1;
+    return info.f_type == 0x9fa0 ? 1 : 0; /* PROC_SUPER_MAGIC */
+}
 
 int mw_start_writeback(int fd) { return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }
 

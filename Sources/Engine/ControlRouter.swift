@@ -21,6 +21,7 @@ public struct ControlResponse: Sendable {
         case .invalidRequest: status = 400
         case .conflict: status = 409
         case .forbidden: status = 403
+        case .quota: status = 429
         case .store, .socket, .linkMonitor: status = 500
         }
         return json(ControlAPI.ErrorBody(error: error.description, code: error.code.rawValue), status: status)

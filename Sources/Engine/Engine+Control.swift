@@ -13,6 +13,9 @@ extension Engine {
         // The HEAD URL is requested by the daemon too: the same check, or it could reach other schemes.
         if let head = spec.headURL, let problem = DownloadURL.problem(head) { throw EngineError(.invalidRequest, "head_url: " + problem) }
         if let problem = spec.problem { throw EngineError(.invalidRequest, problem) }
+        if let refusal = configuration.quota.refusal(asker: asker, unfinished: index.unfinished(of: asker.uid)) {
+            throw EngineError(.quota, refusal)
+        }
         if let sha256 = spec.sha256 {
             guard let parsed = ExpectedSHA256.parse(sha256) else { throw EngineError(.invalidRequest, ExpectedSHA256.hint) }
             spec.sha256 = parsed
@@ -22,8 +25,13 @@ extension Engine {
         }
         // One destination, one spelling: `/d/./x`, `/d//x`, `/d/e/../x` and `/link-to-d/x` are `/d/x`, as the
         // kernel resolves them with the asker's rights (no lexical shortcut past a directory they cannot search).
-        do {
+        do throws(TransferError) {
             spec.destination = try DestinationCheck.resolve(spec.destination, identity: asker.identity)
+            // A symlink may lead there although the path as given did not.
+            if let area = JobSpec.kernelArea(spec.destination) {
+                throw TransferError(
+                    .invalidURL, "the destination resolves into \(area): save it in a folder of your own")
+            }
         } catch {
             switch error.code {
             case .permission: throw EngineError(.forbidden, error.message)
@@ -212,6 +220,10 @@ extension Engine {
         }
         // A failed job gave its destination up: another job may have taken it since.
         try checkDestinationFree(runtime.record.destination, for: asker, except: id)
+        if runtime.record.state == .failed,
+           let refusal = configuration.quota.refusal(asker: asker, unfinished: index.unfinished(of: asker.uid)) {
+            throw EngineError(.quota, refusal)
+        }
         try change(id) {
             $0.state = .queued
             $0.error = nil

@@ -27,6 +27,8 @@ public struct EngineConfiguration: Sendable {
     /// The kernel's count that bounds what other programs may report as used (`POST /v1/usage`): each
     /// real link's own; the whole machine's for simulated links.
     public var receivedBytes: ReceivedBytesCounter = .perLink
+    /// How many unfinished jobs each user (not root, not the daemon's own user) may hold.
+    public var quota = JobQuota()
 
     public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
                 httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {

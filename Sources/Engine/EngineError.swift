@@ -8,6 +8,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case conflict
         /// The asker may not do this (write into a directory that is not theirs).
         case forbidden
+        /// The asker holds as many unfinished jobs as the daemon allows a user (`JobQuota`).
+        case quota
         case socket
         /// The link monitor failed for good: the daemon exits to be restarted.
         case linkMonitor = "link_monitor"

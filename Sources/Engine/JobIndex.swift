@@ -91,7 +91,13 @@ struct JobIndex: Sendable {
     /// Jobs here that are queued or waiting and not live (`Engine.jobs` counts the live ones).
     private(set) var waitingCount = 0
 
+    /// Unfinished jobs per owner (jobs without a recorded owner are the daemon's, and not counted).
+    private var unfinishedByOwner: [UInt32: Int] = [:]
+
     var count: Int { slots.count }
+
+    /// How many unfinished jobs `uid` owns (for `JobQuota`).
+    func unfinished(of uid: UInt32) -> Int { unfinishedByOwner[uid] ?? 0 }
     var isEmpty: Bool { slots.isEmpty }
 
     func slot(of id: String) -> Int32? { slots[id] }
@@ -166,6 +172,7 @@ struct JobIndex: Sendable {
         }
         slots[row.id] = slot
         waitingCount += Self.waits(entry)
+        if let owner = entry.owner { unfinishedByOwner[owner, default: 0] += 1 }
         return slot
     }
 
@@ -174,6 +181,10 @@ struct JobIndex: Sendable {
         guard let slot = slots.removeValue(forKey: id) else { return }
         let entry = entries[Int(slot)]
         waitingCount -= Self.waits(entry)
+        if let owner = entry.owner {
+            let left = (unfinishedByOwner[owner] ?? 1) - 1
+            unfinishedByOwner[owner] = left > 0 ? left : nil
+        }
         classes.release(entry.jobClass)
         if entry.decision >= 0 { decisions.release(entry.decision) }
         if let position = schedule.firstIndex(of: slot) { schedule.remove(at: position) }

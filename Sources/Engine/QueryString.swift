@@ -1,3 +1,5 @@
+import MeterwiseClient
+
 /// The query of a control API request (`?size=700MiB&tags=apt`) as names and values, percent-decoded.
 ///
 /// Pure and total: whatever bytes a client sends, `parse` returns the parameters or an error that says
@@ -67,15 +69,8 @@ struct QueryString: Sendable, Equatable {
 
     /// Text a client sent, shortened and with control characters escaped, for an error message.
     static func visible(_ text: some StringProtocol) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(64) {
-            let v = scalar.value
-            if v < 0x20 || v == 0x7F || (0x80...0x9F).contains(v) {
-                out += "\\u{\(String(v, radix: 16))}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return text.unicodeScalars.count > 64 ? out + "…" : out
+        let scalars = text.unicodeScalars
+        let shown = ShownText.escaped(String(String.UnicodeScalarView(scalars.prefix(64))))
+        return scalars.count > 64 ? shown + "…" : shown
     }
 }

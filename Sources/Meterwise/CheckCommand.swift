@@ -85,7 +85,7 @@ struct CheckCommand: AsyncParsableCommand {
                     action: action, rule: event.rule, rate: event.rate, reasons: event.reason.map { [$0] } ?? [],
                     allowedLinks: event.allowedLinks ?? [], nextChange: event.nextChange, source: "daemon")
                 if json, let data = try? ControlAPI.encoder().encode(answer) {
-                    Output.line(String(decoding: data, as: UTF8.self))
+                    Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
                 } else {
                     Output.line(ISO8601DateFormatter().string(from: event.at) + " " + describe(answer))
                 }
@@ -119,7 +119,7 @@ struct CheckCommand: AsyncParsableCommand {
 
     func report(_ answer: ControlAPI.DecisionBody) {
         if json, let data = try? ControlAPI.encoder().encode(answer) {
-            Output.line(String(decoding: data, as: UTF8.self))
+            Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
         }
         FileHandle.standardError.write(Data(("meterwise check: " + describe(answer) + "\n").utf8))
     }
@@ -128,7 +128,7 @@ struct CheckCommand: AsyncParsableCommand {
     func describe(_ answer: ControlAPI.DecisionBody) -> String {
         let rule = answer.rule.map { "rule \($0)" } ?? "the policy's default"
         let why = answer.reasons.isEmpty ? "" : ": " + answer.reasons.joined(separator: "; ")
-        var text = answer.mayRun ? "may download now (\(rule)\(why))" : "must wait (\(rule)\(why))"
+        var text = ShownText.escaped(answer.mayRun ? "may download now (\(rule)\(why))" : "must wait (\(rule)\(why))")
         if !answer.mayRun, answer.action != "pause", answer.allowedLinks.isEmpty {
             text = "must wait (\(rule): no allowed link is up)"
         }

@@ -84,10 +84,11 @@ struct AddCommand: AsyncParsableCommand {
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {
-            Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))
+            Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
         } else {
-            Output.line("added \(status.job.id): \(status.job.state.rawValue) -> \(status.job.destination)")
-            if let reason = status.job.reason, status.job.state != .running { Output.line("  \(reason)") }
+            let shown: (String) -> String = ShownText.escaped
+            Output.line("added \(shown(status.job.id)): \(status.job.state.rawValue) -> \(shown(status.job.destination))")
+            if let reason = status.job.reason, status.job.state != .running { Output.line("  \(shown(reason))") }
         }
     }
 }
@@ -101,7 +102,7 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         let (jobs, raw) = try await ControlClient(socketPath: client.socketPath).call(.GET, "/v1/jobs", as: [JobStatus].self)
         if client.json {
-            Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))
+            Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
             return
         }
         if jobs.isEmpty {
@@ -112,7 +113,7 @@ struct ListCommand: AsyncParsableCommand {
         for status in jobs {
             let rule = status.job.rule ?? status.heldBy.map { "- (\($0))" } ?? "-"
             rows.append([status.job.id, status.job.state.rawValue, JobText.progress(status.job), rule,
-                         status.job.destination])
+                         status.job.destination].map { ShownText.escaped($0) })
         }
         Output.line(SnapshotFormat.render(rows))
     }
@@ -132,7 +133,9 @@ struct StatusCommand: AsyncParsableCommand {
         let api = ControlClient(socketPath: client.socketPath)
         guard let id else {
             let (jobs, raw) = try await api.call(.GET, "/v1/jobs", as: [JobStatus].self)
-            if client.json { Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)) } else {
+            if client.json {
+                Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
+            } else {
                 for status in jobs { Output.line(JobText.summary(status)) }
             }
             return
@@ -144,14 +147,15 @@ struct StatusCommand: AsyncParsableCommand {
                 var status: JobStatus
                 var explain: ControlAPI.ExplainBody
             }
-            Output.line(String(decoding: try ControlAPI.encoder().encode(Combined(status: status, explain: explain)), as: UTF8.self))
+            let data = try ControlAPI.encoder().encode(Combined(status: status, explain: explain))
+            Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
             return
         }
         Output.line(JobText.summary(status))
-        if let error = status.job.error { Output.line("  error: \(error)") }
+        if let error = status.job.error { Output.line("  error: \(ShownText.escaped(error))") }
         if !status.job.state.isFinal {
-            Output.line("  policy: \(explain.action) (rule \(explain.rule ?? "default"))")
-            for line in explain.text.split(separator: "\n") { Output.line("    \(line)") }
+            Output.line("  policy: " + ShownText.escaped("\(explain.action) (rule \(explain.rule ?? "default"))"))
+            for line in explain.text.split(separator: "\n") { Output.line("    \(ShownText.escaped(line))") }
         }
     }
 }
@@ -189,7 +193,9 @@ struct WatchCommand: AsyncParsableCommand {
         let encoder = ControlAPI.encoder()
         try await ControlClient(socketPath: client.socketPath).events { event in
             if client.json {
-                if let data = try? encoder.encode(event) { Output.line(String(decoding: data, as: UTF8.self)) }
+                if let data = try? encoder.encode(event) {
+                    Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
+                }
                 return
             }
             let time = SnapshotFormat.timestamp(event.at)
@@ -198,20 +204,22 @@ struct WatchCommand: AsyncParsableCommand {
                 let total = event.totalBytes ?? 0
                 let fraction = total > 0 ? Double(event.bytesDone ?? 0) / Double(total) : 0
                 let filled = Int(fraction * 30)
-                let text = "\(event.job ?? "") [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 30 - filled))] "
+                let text = ShownText.escaped(event.job ?? "")
+                    + " [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 30 - filled))] "
                     + "\(Int(fraction * 100))% \(Units.formatBytes(event.bytesDone ?? 0)) "
                     + "\(Units.formatBytes(Int64(event.bytesPerSecond ?? 0)))/s"
                 if tty { FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + text).utf8)) }
             case "links":
-                Output.line((tty ? "\r\u{1B}[2K" : "") + "\(time) link     primary \(event.primary ?? "none") (\(event.kind ?? "-"))")
+                let link = ShownText.escaped("\(event.primary ?? "none") (\(event.kind ?? "-"))")
+                Output.line((tty ? "\r\u{1B}[2K" : "") + "\(time) link     primary \(link)")
             default:
-                var text = "\(time) \(event.event.padding(toLength: 8, withPad: " ", startingAt: 0)) \(event.job ?? "")"
+                var text = "\(event.event.padding(toLength: 8, withPad: " ", startingAt: 0)) \(event.job ?? "")"
                 if let action = event.action { text += " \(action)" }
                 if let rule = event.rule { text += " (rule \(rule))" }
                 if let link = event.link { text += " over \(link)" }
                 if let reason = event.reason { text += ": \(reason)" }
                 if let sha = event.sha256 { text += " sha256 \(sha)" }
-                Output.line((tty ? "\r\u{1B}[2K" : "") + text)
+                Output.line((tty ? "\r\u{1B}[2K" : "") + "\(time) " + ShownText.escaped(text))
             }
         }
     }
@@ -225,17 +233,20 @@ enum JobText {
     }
 
     static func summary(_ status: JobStatus) -> String {
-        var text = "\(status.job.id)  \(status.job.state.rawValue)  \(progress(status.job))  \(status.job.destination)"
-        if let link = status.link { text += "  via \(link)" }
+        // Every value here may be another user's or a server's words: escaped (`ShownText`), line by line.
+        let shown: (String) -> String = ShownText.escaped
+        var text = "\(shown(status.job.id))  \(status.job.state.rawValue)  \(progress(status.job))  "
+            + shown(status.job.destination)
+        if let link = status.link { text += "  via \(shown(link))" }
         if status.job.state == .waiting || status.job.state == .queued, let reason = status.job.reason {
-            text += "\n  why: \(reason)"
-            if let rule = status.job.rule { text += " [rule \(rule)]" }
+            text += "\n  why: \(shown(reason))"
+            if let rule = status.job.rule { text += " [rule \(shown(rule))]" }
         }
         if let next = status.nextRetryAt {
             text += "\n  retrying at \(SnapshotFormat.timestamp(next))"
-            if let reason = status.retryReason { text += ": \(reason)" }
+            if let reason = status.retryReason { text += ": \(shown(reason))" }
         }
-        if let sha = status.job.sha256 { text += "\n  sha256 \(sha)" }
+        if let sha = status.job.sha256 { text += "\n  sha256 \(shown(sha))" }
         return text
     }
 
@@ -243,9 +254,9 @@ enum JobText {
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs/\(id)/\(command.rawValue)", as: JobStatus.self)
         if client.json {
-            Output.line(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines))
+            Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
         } else {
-            Output.line("\(status.job.id): \(status.job.state.rawValue)")
+            Output.line("\(ShownText.escaped(status.job.id)): \(status.job.state.rawValue)")
         }
     }
 }

@@ -55,6 +55,12 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "How many transfers run at once.")
     var maxActive: Int = 3
 
+    @Option(help: ArgumentHelp(
+        "How many unfinished jobs each user of the socket may hold; 0: no limit.",
+        discussion: "Root and the daemon's own user are not limited. One more job is refused with 429 quota (docs/api.md).",
+        valueName: "n"))
+    var maxQueuedPerUser: Int = JobQuota.defaultPerUser
+
     @Option(help: "Delete finished jobs (completed, failed, cancelled) this long after they last changed, e.g. 7d or 12h; 0 keeps them.")
     var retention: String = "7d"
 
@@ -94,6 +100,9 @@ struct DaemonCommand: AsyncParsableCommand {
             throw ValidationError("--group is for the system daemon: a --user daemon serves you alone (drop --group, or --user)")
         }
         guard maxActive >= 1 else { throw ValidationError("--max-active must be at least 1") }
+        guard (0...10_000_000).contains(maxQueuedPerUser) else {
+            throw ValidationError("--max-queued-per-user must be from 0 (no limit) to 10000000")
+        }
         guard retentionPeriod != nil else {
             throw ValidationError("--retention \(retention) is not a duration: use e.g. 7d, 12h, 30m, or 0 to keep finished jobs.")
         }
@@ -145,6 +154,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 c.retention = retentionPeriod ?? nil
                 c.caBundle = caBundle
                 c.proxy = proxy
+                c.quota = JobQuota(perUser: maxQueuedPerUser == 0 ? nil : maxQueuedPerUser)
                 return c
             }(), logger: engineLogger)
         logger.info("meterwise \(Meterwise.version) daemon: state \(stateDirectory), socket \(socketPath), policy \(policySource)")

@@ -3,6 +3,7 @@ import ConfigKit
 import Dispatch
 import Foundation
 import Logging
+import MeterwiseClient
 import Synchronization
 import Transfer
 #if canImport(Glibc)
@@ -111,7 +112,7 @@ struct GetCommand: AsyncParsableCommand {
             if json {
                 _ = ProgressPrinter(mode: .json, url: shownURL, destination: request.destination).print(.failed(error))
             } else {
-                FileHandle.standardError.write(Data("meterwise get: \(error.message)\n".utf8))
+                FileHandle.standardError.write(Data("meterwise get: \(ShownText.escaped(error.message))\n".utf8))
             }
             throw ExitCode(Self.exitCode(for: error.code))
         }

@@ -1,4 +1,5 @@
 import ConfigKit
+import MeterwiseClient
 import Synchronization
 import Transfer
 #if canImport(Glibc)
@@ -48,7 +49,8 @@ final class ProgressPrinter: Sendable {
             return s.barShown
         }
         if bar { write("\r\u{1B}[K", stdout: false) }
-        write(text + "\n", stdout: toStdout)
+        // Lines quote the server's words (headers, reasons): no control character reaches the terminal.
+        write(ShownText.escaped(text) + "\n", stdout: toStdout)
     }
 
     private func write(_ text: String, stdout: Bool) {
@@ -222,7 +224,7 @@ enum JSONValue {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 {
+                if ShownText.isControl(scalar) {
                     let hex = String(scalar.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOFoundationCompat
@@ -16,48 +15,51 @@ public struct ControlClient: Sendable {
         self.socketPath = socketPath
     }
 
-    var base: String {
-        let encoded = socketPath.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? socketPath
-        return "http+unix://\(encoded)"
-    }
-
+    /// A readable error before connecting: no daemon, or not a socket there (a regular file or a folder would
+    /// make the connection wait for its timeout). Not a check of trust: who listens is checked on the
+    /// connection itself (`DaemonConnection`), since the path may change between this and the connect.
     func checkSocket() throws(ClientError) {
         var info = stat()
         guard stat(socketPath, &info) == 0 else {
             throw ClientError(
-                message: "no control socket at \(socketPath): no daemon is running (start one: `systemctl start meterwise`, "
-                    + "`systemctl --user start meterwise` or `meterwise daemon`), or give its socket with --socket",
+                message: "no control socket at \(ShownText.escaped(socketPath)): no daemon is running (start one: "
+                    + "`systemctl start meterwise`, `systemctl --user start meterwise` or `meterwise daemon`), or give its socket with --socket",
                 status: 0)
         }
-        // A regular file or a folder there would make the connection wait for its timeout.
         guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw ClientError(message: "\(socketPath) is not a socket: give the daemon's socket with --socket", status: 0)
-        }
-        // A daemon runs as root or as you: a socket of another user may be a listener that collects your jobs.
-        guard info.st_uid == 0 || info.st_uid == geteuid() else {
             throw ClientError(
-                message: "\(socketPath) belongs to uid \(info.st_uid), neither root nor you: it is not a daemon to trust; check --socket",
-                status: 0)
+                message: "\(ShownText.escaped(socketPath)) is not a socket: give the daemon's socket with --socket", status: 0)
         }
     }
 
-    /// Sends a request; returns the HTTP status and the body.
+    /// Sends a request; returns the HTTP status and the body. Nothing is sent unless the listener is root or
+    /// this user (`DaemonPeer`).
     public func request(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
         try checkSocket()
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(data: body))
-        }
-        do {
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-            let bytes = try await response.body.collect(upTo: 64 << 20)
-            return (Int(response.status.code), Data(buffer: bytes))
-        } catch {
-            throw ClientError(
-                message: "cannot reach the daemon at \(socketPath): is `meterwise daemon` running? (--socket sets the path) [\(error)]",
-                status: 0)
+        let connection = try await DaemonConnection.open(socketPath)
+        let socketPath = self.socketPath
+        return try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+            group.addTask {
+                do {
+                    return try await connection.exchange(method, path, body: body) { head, body in
+                        (Int(head.status.code), try await body.collect(upTo: 64 << 20))
+                    }
+                } catch let error as ClientError {
+                    throw error
+                } catch {
+                    throw ClientError(
+                        message: "cannot reach the daemon at \(ShownText.escaped(socketPath)): is `meterwise daemon` running? "
+                            + "(--socket sets the path) [\(error)]",
+                        status: 0)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(30))
+                throw ClientError(
+                    message: "the daemon at \(ShownText.escaped(socketPath)) did not answer within 30 s", status: 0)
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
         }
     }
 
@@ -76,26 +78,22 @@ public struct ControlClient: Sendable {
     /// `tags=apt&size=1000`) adds the `decision` events of that question.
     public func events(query: String = "", _ handle: (ControlAPI.EventBody) -> Void) async throws {
         try checkSocket()
-        let request = HTTPClientRequest(url: base + "/v1/events" + (query.isEmpty ? "" : "?" + query))
-        let response: HTTPClientResponse
-        do {
-            response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365))
-        } catch {
-            throw ClientError(message: "cannot reach the daemon at \(socketPath): is `meterwise daemon` running?", status: 0)
-        }
-        guard response.status == .ok else {
-            let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
-            let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
-                ?? String(decoding: data.prefix(500), as: UTF8.self)
-            throw ClientError(message: message, status: Int(response.status.code))
-        }
-        var pending = Data()
-        for try await buffer in response.body {
-            pending.append(Data(buffer: buffer))
-            while let newline = pending.firstIndex(of: 0x0A) {
-                let line = pending[pending.startIndex..<newline]
-                pending = Data(pending[(newline + 1)...])
-                if let event = try? ControlAPI.decoder().decode(ControlAPI.EventBody.self, from: line) { handle(event) }
+        let connection = try await DaemonConnection.open(socketPath)
+        try await connection.exchange(.GET, "/v1/events" + (query.isEmpty ? "" : "?" + query)) { head, body in
+            guard head.status == .ok else {
+                let data = try await body.collect(upTo: 1 << 20)
+                let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
+                    ?? String(decoding: data.prefix(500), as: UTF8.self)
+                throw ClientError(message: message, status: Int(head.status.code))
+            }
+            var pending = Data()
+            while let buffer = try await body.next() {
+                pending.append(contentsOf: buffer.readableBytesView)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = pending[pending.startIndex..<newline]
+                    pending = Data(pending[(newline + 1)...])
+                    if let event = try? ControlAPI.decoder().decode(ControlAPI.EventBody.self, from: line) { handle(event) }
+                }
             }
         }
     }
@@ -106,5 +104,7 @@ public struct ControlClient: Sendable {
 public struct ClientError: Error, CustomStringConvertible {
     public var message: String
     public var status: Int
-    public var description: String { message }
+    /// The message as a terminal may show it: it may come from a listener that is not ours, or quote what a
+    /// server or another user wrote (`ShownText`).
+    public var description: String { ShownText.escaped(message) }
 }

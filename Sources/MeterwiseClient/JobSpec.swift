@@ -50,9 +50,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
         if let maxSize, maxSize < 0 || maxSize > 1 << 50 { return "max_size must be a number of bytes from 0 to 2^50" }
         if let segments, !(1...16).contains(segments) { return "segments must be from 1 to 16" }
         if !(-1_000_000...1_000_000).contains(priority) { return "priority must be from -1000000 to 1000000" }
-        if tags.count > 64 || tags.contains(where: { $0.isEmpty || $0.utf8.count > 128 }) {
-            return "tags: at most 64, each 1 to 128 bytes"
-        }
+        if let problem = Self.tagsProblem(tags) { return problem }
         if let headURL, headURL.utf8.count > 16384 { return "head_url is longer than 16 KiB" }
         if url.utf8.count > 16384 { return "url is longer than 16 KiB" }
         if destination.utf8.count > 4096 { return "destination is longer than 4096 bytes" }
@@ -60,14 +58,63 @@ public struct JobSpec: Sendable, Codable, Hashable {
             guard let path else { continue }
             if !path.hasPrefix("/") { return "\(key) must be an absolute path" }
             if path.utf8.count > 4096 { return "\(key) is longer than 4096 bytes" }
+            if let area = Self.kernelArea(path) { return "\(key) may not be under \(area): give a PEM file of your own" }
+        }
+        if let area = Self.kernelArea(destination) {
+            return "destination may not be under \(area): save it in a folder of your own"
         }
         if (certFile == nil) != (keyFile == nil) { return "cert_file and key_file go together: give both or neither" }
         if let proxy, proxy.utf8.count > 4096 { return "proxy is longer than 4096 bytes" }
         // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
-        if destination.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+        if ShownText.hasControl(destination) {
             return "destination contains control characters; rename it"
         }
         return nil
+    }
+
+    /// The most tags a job may carry, and the longest tag (bytes): a job's tags are kept in memory while it
+    /// is unfinished and shown in other users' terminals (root's `list`).
+    public static let maxTags = 16
+    public static let maxTagBytes = 64
+
+    /// Nil when `tags` are within bounds: at most `maxTags`, each 1 to `maxTagBytes` of ASCII letters,
+    /// digits and `- _ . : / + @` (a comma separates tags in the API's queries). Otherwise what to fix.
+    public static func tagsProblem(_ tags: [String]) -> String? {
+        if tags.count > maxTags {
+            return "tags: \(tags.count) given, at most \(maxTags) per job; keep the ones your policy matches"
+        }
+        for tag in tags {
+            let shown = ShownText.escaped(tag.prefix(maxTagBytes + 1))
+            if tag.isEmpty || tag.utf8.count > maxTagBytes {
+                return "tag \"\(shown)\": a tag is 1 to \(maxTagBytes) bytes; shorten it"
+            }
+            if !tag.unicodeScalars.allSatisfy(isTagCharacter) {
+                return "tag \"\(shown)\": use only letters, digits and - _ . : / + @"
+            }
+        }
+        return nil
+    }
+
+    private static func isTagCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+            || "-_.:/+@".unicodeScalars.contains(scalar)
+    }
+
+    /// The kernel's own trees, when `path` is in one (`/proc`, `/dev`, `/sys`) as written, `.`, `..` and
+    /// repeated slashes aside: a job's files may not be there. `/proc/self/fd/N` read by the daemon would
+    /// answer differently for its open and closed descriptors, and `/dev/fd` and `/dev/stdin` lead there. Pure.
+    public static func kernelArea(_ path: String) -> String? {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == ".." {
+                _ = parts.popLast()
+                continue
+            }
+            parts.append(part)
+        }
+        guard let first = parts.first, ["proc", "dev", "sys"].contains(first) else { return nil }
+        return "/" + first
     }
 
     /// The JSON contract is snake_case (docs/api.md).

@@ -27,7 +27,18 @@ final class OutputDirectory: Sendable {
     static func open(holding destination: String, identity: FileIdentity?) throws(TransferError) -> OutputDirectory {
         let path = FileIO.directory(of: destination)
         let fd = try identity.perform { () throws(TransferError) -> Int32 in
-            let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            // For another user (the daemon), never a name looked up in /proc (`KernelTreeFreePath`).
+            var fd: Int32 = -1
+            if identity == nil {
+                fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            } else {
+                switch KernelTreeFreePath.open(path, flags: O_RDONLY | O_DIRECTORY) {
+                case .success(let descriptor): fd = descriptor
+                case .failure(.procfs):
+                    throw TransferError(.invalidURL, "\(path) leads into /proc; save it in a folder of your own.")
+                case .failure(.errno(let code)): errno = code
+                }
+            }
             guard fd >= 0 else {
                 let code = errno
                 if code == EACCES || code == EPERM {

@@ -103,9 +103,23 @@ extension TLSSettings {
     /// A regular file's bytes, read with `identity`'s rights.
     static func readFile(_ path: String, option: String, identity: FileIdentity?) throws(TransferError) -> [UInt8] {
         try identity.perform { () throws(TransferError) -> [UInt8] in
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-            guard fd >= 0 else {
-                let reason = FailureText.errnoText(errno)
+            let flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK
+            // For another user (the daemon), never a name looked up in /proc: /proc/self/fd/N is the daemon's.
+            let opened: Result<Int32, KernelTreeFreePath.Failure>
+            if identity == nil {
+                let fd = open(path, flags)
+                opened = fd >= 0 ? .success(fd) : .failure(.errno(errno))
+            } else {
+                opened = KernelTreeFreePath.open(path, flags: flags)
+            }
+            let fd: Int32
+            switch opened {
+            case .success(let descriptor):
+                fd = descriptor
+            case .failure(.procfs):
+                throw TransferError(.tlsSetup, "\(option) \(path) leads into /proc; give a PEM file of your own.")
+            case .failure(.errno(let code)):
+                let reason = FailureText.errnoText(code)
                 throw TransferError(.tlsSetup, "\(option) \(path) cannot be read as uid \(identity.ownerUID): \(reason).")
             }
             defer { close(fd) }
@@ -160,3 +174,4 @@ extension TLSSettings {
         }
     }
 }
+

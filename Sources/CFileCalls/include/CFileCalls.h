@@ -1,6 +1,7 @@
 // The few Linux calls Swift cannot reach through Glibc: per-thread file-system credentials (the
 // raw syscalls; glibc's setgroups() changes every thread of the process), faccessat2 with AT_EACCESS,
-// renameat2 with RENAME_NOREPLACE, flock, SO_PEERCRED, sync_file_range, the kernel's tcp_info, mallopt.
+// renameat2 with RENAME_NOREPLACE, flock, SO_PEERCRED, O_PATH and fstatfs, sync_file_range, the kernel's
+// tcp_info, mallopt.
 // Imported by Transfer (files as the asker, write-back, connections), Engine (the asker of a control
 // connection) and the executable (allocator tuning) only.
 #ifndef METERWISE_CFILECALLS_H
@@ -36,6 +37,10 @@ struct mw_peer_credentials {
 };
 /// SO_PEERCRED.
 int mw_so_peercred(void);
+/// O_PATH (glibc hides it without _GNU_SOURCE).
+int mw_o_path(void);
+/// 1 when `fd` is on procfs (fstatfs's f_type is PROC_SUPER_MAGIC), 0 when not, -1 with errno.
+int mw_is_procfs(int fd);
 /// Starts write-back of every dirty page of `fd` without waiting for it (sync_file_range
 /// SYNC_FILE_RANGE_WRITE), so a later fdatasync has little left to do.
 int mw_start_writeback(int fd);
