@@ -43,6 +43,11 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
         let route = (method, parts.count >= 2 ? "/" + parts.prefix(2).joined(separator: "/") : "/" + parts.joined(separator: "/"),
                      parts.count)
         do {
+            // Only the decision routes take parameters; elsewhere a query is a mistake worth saying.
+            let query = try QueryString.of(target: path)
+            if route.1 != "/v1/decision" && route.1 != "/v1/usage" && !query.parameters.isEmpty {
+                throw EngineError(.invalidRequest, "\(Self.pathOf(path)) takes no query parameters: see docs/api.md")
+            }
             switch route {
             case ("GET", "/v1/jobs", 2):
                 return .json(await engine.list(for: asker))
@@ -114,6 +119,11 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
 }
 
 extension ControlRouter {
+    /// The path of a request target, without its query.
+    static func pathOf(_ target: String) -> Substring {
+        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    }
+
     static func decisionBody(_ decision: Decision) -> ControlAPI.DecisionBody {
         ControlAPI.DecisionBody(
             action: decision.action.rawValue, rule: decision.rule, rate: decision.rate, reasons: decision.reasons,
@@ -140,9 +150,11 @@ extension ControlRouter {
             case "allow_metered": job.allowMetered = try flag(name, value)
             case "allow_roaming": job.allowRoaming = try flag(name, value)
             case "priority":
-                guard let priority = Int(value), (-1000...1000).contains(priority) else {
+                // The range a job's priority has (JobSpec).
+                guard let priority = Int(value), (-1_000_000...1_000_000).contains(priority) else {
                     throw EngineError(
-                        .invalidRequest, "priority must be a number from -1000 to 1000, not `\(QueryString.visible(value))`")
+                        .invalidRequest,
+                        "priority must be a number from -1000000 to 1000000, not `\(QueryString.visible(value))`")
                 }
                 job.priority = priority
             default:

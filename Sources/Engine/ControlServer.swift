@@ -129,7 +129,7 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                         body.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? [])
                     case .end:
                         guard let request = head else { continue }
-                        if request.method == .GET && request.uri.hasPrefix("/v1/events") {
+                        if request.method == .GET && ControlRouter<C>.pathOf(request.uri) == "/v1/events" {
                             // A watcher may stay quiet for hours: no idle timeout from here on.
                             try? await connection.channel.pipeline.removeHandler(name: Self.idleHandlerName).get()
                             // Ends when the client goes away, even if no event is ever written to notice it.

@@ -25,14 +25,18 @@ public final class LinkAccounting: Sendable {
         var usage = Usage()
         var unsaved: Int64 = 0
         var unclaimed = UnclaimedBytes()
+        /// What the daemon's own transfers received per link since it started (not what reports claimed,
+        /// which `bytesByLink` holds too): the part of a counter's gain reports may not claim.
+        var transferBytes: [String: Int64] = [:]
+        var readings: UInt64 = 0
 
         /// Where `counter` counts the primary's bytes: its pool's key and the daemon's own bytes there.
         func scope(_ counter: ReceivedBytesCounter) -> (key: String, own: Int64) {
             guard !counter.wholeMachine else {
-                return ("*", bytesByLink.values.reduce(Int64(0)) { $0.addingReportingOverflow($1).overflow ? .max : $0 + $1 })
+                return ("*", transferBytes.values.reduce(Int64(0)) { LinkAccounting.sum($0, $1) })
             }
             let link = primary?.name ?? "unknown"
-            return (link, bytesByLink[link] ?? 0)
+            return (link, transferBytes[link] ?? 0)
         }
     }
 
@@ -81,6 +85,7 @@ public final class LinkAccounting: Sendable {
             let route = state.routes[job]
             let link = route?.link ?? state.primary?.name ?? "unknown"
             state.bytesByLink[link] = Self.sum(state.bytesByLink[link] ?? 0, Int64(count))
+            state.transferBytes[link] = Self.sum(state.transferBytes[link] ?? 0, Int64(count))
             state.unsaved = Self.sum(state.unsaved, Int64(count))
             guard let key = route?.budgetKey else { return false }
             let before = state.usage.used(key)
@@ -98,11 +103,16 @@ public final class LinkAccounting: Sendable {
     public func recordExternal(bytes count: Int64, budgetKey: String?, counter: ReceivedBytesCounter, at now: Date)
         -> Int64
     {
-        let link = state.withLock { $0.primary?.name }
+        // The counter is read outside the lock (sysfs I/O must not stall transfers' byte counting); readings
+        // are numbered so one overtaken by a later reading is not applied after it.
+        let (link, sequence) = state.withLock { state in
+            state.readings += 1
+            return (state.primary?.name, state.readings)
+        }
         let reading = counter.wholeMachine ? counter.read("") : link.flatMap(counter.read)
         return state.withLock { state in
             let (key, own) = state.scope(counter)
-            let claimed = state.unclaimed.claim(count, link: key, counter: reading, own: own, at: now)
+            let claimed = state.unclaimed.claim(count, link: key, counter: reading, own: own, at: now, sequence: sequence)
             guard claimed > 0 else { return 0 }
             let name = state.primary?.name ?? "unknown"
             state.bytesByLink[name] = Self.sum(state.bytesByLink[name] ?? 0, claimed)

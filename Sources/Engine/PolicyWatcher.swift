@@ -17,7 +17,13 @@ public struct PolicyWatcher: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-        let watched = exists && isDirectory.boolValue ? path : (path as NSString).deletingLastPathComponent
+        let watchesDirectory = exists && isDirectory.boolValue
+        let watched = watchesDirectory ? path : (path as NSString).deletingLastPathComponent
+        // Only names the policy is read from count: downloads written beside a policy file change nothing.
+        let fileName = (path as NSString).lastPathComponent
+        let counts: @Sendable (String) -> Bool = { name in
+            watchesDirectory ? PolicyWatcher.isPolicyName(name) : name == fileName
+        }
         let fd = inotify_init1(Int32(IN_CLOEXEC))
         guard fd >= 0, inotify_add_watch(fd, watched.isEmpty ? "." : watched,
                                          UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM)) >= 0
@@ -47,13 +53,41 @@ public struct PolicyWatcher: Sendable {
                 guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
                 if fds[1].revents != 0 { return }
                 if fds[0].revents != 0 {
-                    _ = read(fd, &buffer, buffer.count)
-                    continuation.yield()
+                    let count = read(fd, &buffer, buffer.count)
+                    // An overflow or an unreadable batch: reload to be safe.
+                    let names = count > 0 ? Self.names(in: buffer.prefix(count)) : nil
+                    if names.map({ $0.contains(where: counts) }) ?? true { continuation.yield() }
                 }
             }
         }
         thread.name = "meterwise-policy-watch"
         thread.start()
         return stream
+    }
+
+    /// Whether a directory's file is read as policy (`*.yaml`, `*.yml`; PolicySet.load), or is one of its
+    /// editors' renames (`x.yaml~` is not, `x.yaml` moved into place is).
+    static func isPolicyName(_ name: String) -> Bool {
+        name.hasSuffix(".yaml") || name.hasSuffix(".yml")
+    }
+
+    /// The names in a batch of inotify events; nil for an overflow (anything may have changed) or a batch
+    /// that does not parse. Each event is `wd`, `mask`, `cookie`, `len` (4 bytes each), then `len` bytes of
+    /// NUL-padded name; every length is checked before it is used.
+    static func names(in batch: ArraySlice<UInt8>) -> [String]? {
+        var names: [String] = []
+        var offset = batch.startIndex
+        func u32(_ at: Int) -> UInt32 {
+            batch.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at - batch.startIndex, as: UInt32.self) }
+        }
+        while offset < batch.endIndex {
+            guard batch.endIndex - offset >= 16 else { return nil }
+            let mask = u32(offset + 4), length = Int(u32(offset + 12))
+            guard mask & UInt32(IN_Q_OVERFLOW) == 0, length <= batch.endIndex - offset - 16 else { return nil }
+            let bytes = batch[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
+            names.append(String(decoding: bytes, as: UTF8.self))
+            offset += 16 + length
+        }
+        return names
     }
 }

@@ -137,14 +137,14 @@ public struct DecisionContext: Sendable {
     }
 
     /// The first rule that matches; with `explaining`, every rule before it goes into `misses` with why.
-    /// When a rule that would have let the job move more was skipped only because its budget is spent,
+    /// When rules that would have let the job move more were skipped only because their budgets are spent,
     /// the decision says so first (`Decision.spentBudget`).
     func evaluate(job: JobInfo, explaining: Bool, misses: inout [Explanation.Miss]) -> Decision {
-        var held: (rule: Rule, budget: SpentBudget)?
+        var held: [(rule: Rule, budget: SpentBudget)] = []
         for (index, rule) in policy.rules.enumerated() {
             let state = states[index]
             // Fast path: no need to say why, unless the miss is a spent budget the answer must name.
-            if !explaining, !state.misses.isEmpty, !state.spentOnly || held != nil { continue }
+            if !explaining, !state.misses.isEmpty, !state.spentOnly { continue }
             var jobMisses: [String] = []
             var jobPasses: [String] = []
             if state.matchedHead == nil {
@@ -157,24 +157,27 @@ public struct DecisionContext: Sendable {
                     allowedLinks: rule.action == .pause ? [] : state.allowedLinks, rule: rule.name,
                     reasons: [head] + state.matchedTail, nextChange: nextChanges[index],
                     budgetKey: rule.action == .pause ? nil : state.budgetKey)
-                return held.map { withSpentBudget(decision, $0.budget, rule: $0.rule) } ?? decision
+                return withSpentBudgets(decision, held)
             }
-            if state.spentOnly, jobMisses.isEmpty, held == nil, let spent = state.spent { held = (rule, spent) }
+            if state.spentOnly, jobMisses.isEmpty, let spent = state.spent { held.append((rule, spent)) }
             if explaining { misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses)) }
         }
-        return held.map { withSpentBudget(fallback, $0.budget, rule: $0.rule) } ?? fallback
+        return withSpentBudgets(fallback, held)
     }
 
-    /// `decision` headed by the spent budget of `rule`, when that rule would have let the job move more.
-    func withSpentBudget(_ decision: Decision, _ budget: SpentBudget, rule: Rule) -> Decision {
-        guard rule.action.allowance > decision.action.allowance else { return decision }
+    /// `decision` headed by the spent budgets of the `held` rules that would have let the job move more,
+    /// the one that resets first first (it says when the job can move again).
+    func withSpentBudgets(_ decision: Decision, _ held: [(rule: Rule, budget: SpentBudget)]) -> Decision {
+        let stronger = held.filter { $0.rule.action.allowance > decision.action.allowance }
+            .sorted { $0.budget.resets < $1.budget.resets }
+        guard let first = stronger.first else { return decision }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         var decision = decision
-        decision.spentBudget = budget
-        decision.heldBy = "\(rule.name): budget \(budget.name) is used up"
-        decision.reasons.insert(
-            budget.headline(rule: rule.name, action: rule.action, now: now, calendar: calendar), at: 0)
+        decision.spentBudget = first.budget
+        decision.heldBy = "\(first.rule.name): budget \(first.budget.name) is used up"
+        let heads = stronger.map { $0.budget.headline(rule: $0.rule.name, action: $0.rule.action, now: now, calendar: calendar) }
+        decision.reasons.insert(contentsOf: heads, at: 0)
         return decision
     }
 

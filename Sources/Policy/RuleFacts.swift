@@ -126,7 +126,8 @@ struct RuleFacts {
             + "period, resets \(resets)"
         state.test(
             left > 0, pass: "budget \(budget.name) has \(Units.formatBytes(left)) left",
-            miss: "budget \(budget.name) is used up (\(limit) this \(budget.period.rawValue) period), resets \(resets)")
+            miss: "budget \(budget.name) is used up (\(Units.formatBytes(used)) of \(limit) this \(budget.period.rawValue) period), "
+                + "resets \(resets)")
         if let wanted {
             state.test(
                 wanted.matches(left), pass: "budget left \(Units.formatBytes(left)) is \(wanted)",

@@ -1,4 +1,4 @@
-import Engine
+@testable import Engine
 import Foundation
 import Links
 import Policy
@@ -90,5 +90,60 @@ import Testing
         #expect(accounting.usage.used("cell@0") == .max)
         #expect(accounting.bytesByLink["wwan0"] == .max)
         #expect(accounting.bytesByKind["wwan"] == .max)
+    }
+
+    /// Claimed bytes are not taken for the daemon's own: two honest reports in a row each count what
+    /// they moved (a claim used to be subtracted again at the next look).
+    @Test func aClaimIsNotSubtractedTwice() {
+        let accounting = LinkAccounting()
+        accounting.apply(TestSnapshots.radios(up: ["wwan0"], primary: "wwan0"))
+        let fake = FakeCounter()
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        accounting.look(counter: fake.counter, at: t0)
+        for step in 1...5 {
+            fake.value = Int64(step) * 1_000_000
+            let counted = accounting.recordExternal(
+                bytes: 1_000_000, budgetKey: "cell@0", counter: fake.counter, at: t0 + Double(2 * step))
+            #expect(counted == 1_000_000, "report \(step)")
+        }
+    }
+
+    /// The kernel counts the daemon's bytes before the daemon reads them: a report in between may take
+    /// them, but once the daemon has read them the excess is taken back out of what later reports may
+    /// claim, so over time reports count no more than the link received less the daemon's own bytes,
+    /// plus what was in flight at one instant.
+    @Test func bytesInFlightAreClaimedAtMostOnce() {
+        let accounting = LinkAccounting()
+        accounting.apply(TestSnapshots.radios(up: ["wwan0"], primary: "wwan0"))
+        accounting.route(job: "own", link: "wwan0", budgetKey: nil)
+        let fake = FakeCounter()
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        accounting.look(counter: fake.counter, at: t0)
+        var claimed: Int64 = 0
+        var own: Int64 = 0
+        var received: Int64 = 0
+        // Each second the daemon's job receives 100 000 bytes, in the kernel before the daemon reads them;
+        // nobody else moves a byte. A spammer reports in between every time.
+        for step in 1...20 {
+            received += 100_000
+            fake.value = received
+            claimed += accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + Double(step))
+            accounting.record(job: "own", bytes: 100_000)
+            own += 100_000
+        }
+        fake.value = received
+        claimed += accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 21)
+        #expect(claimed + own <= received + 100_000, "claimed \(claimed), own \(own), received \(received)")
+    }
+
+    /// A reading overtaken by a later one (two reports racing) is not applied after it: no new baseline
+    /// from the older, smaller count, so nothing is counted twice.
+    @Test func anOvertakenReadingIsNotApplied() {
+        var pool = UnclaimedBytes()
+        let t0 = Date(timeIntervalSince1970: 1_000_000)
+        _ = pool.claim(0, link: "wwan0", counter: 1_000, own: 0, at: t0, sequence: 1)
+        #expect(pool.claim(1 << 40, link: "wwan0", counter: 5_000, own: 0, at: t0 + 1, sequence: 3) == 4_000)
+        #expect(pool.claim(1 << 40, link: "wwan0", counter: 3_000, own: 0, at: t0 + 1, sequence: 2) == 0)
+        #expect(pool.claim(1 << 40, link: "wwan0", counter: 6_000, own: 0, at: t0 + 2, sequence: 4) == 1_000)
     }
 }

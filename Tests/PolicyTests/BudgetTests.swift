@@ -140,6 +140,36 @@ import Testing
         #expect(wifi.heldBy == nil && wifi.reasons.first?.contains("budget") == false)
     }
 
+    /// Two rules held by spent budgets: the one whose budget resets first is named first (the job can
+    /// move then), and both are named.
+    @Test func theBudgetThatResetsFirstLeads() throws {
+        let policy = try Fixtures.policy("""
+            rules:
+              - name: apt-weekly
+                when: { metered: yes, tags: [apt] }
+                action: run
+                budget: { name: aptb, bytes: 1MiB, period: weekly, resets: "wed 05:30" }
+              - name: cell-monthly
+                when: { metered: yes }
+                action: run
+                budget: { name: mon, bytes: 1MiB, period: monthly, resets: "26 00:15" }
+            """)
+        let now = Fixtures.date("2026-11-25T23:11:00Z")  // a Wednesday; monthly resets in 1 h 4 m
+        let zone = TimeZone(identifier: "UTC")!
+        var usage = Usage()
+        for rule in policy.rules {
+            let key = try #require(rule.budget).key(at: now, calendar: Self.calendar(zone))
+            usage.record(bytes: 2 << 20, budgetKey: key)
+        }
+        let decision = policy.decide(
+            job: JobInfo(tags: ["apt"]), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: zone)
+        #expect(decision.action == .pause)
+        #expect(decision.reasons.first?.hasPrefix("budget mon is used up (2.00 MiB of 1.00 MiB this month), resets 00:15 (in 1 h 4 m)") == true,
+                "\(decision.reasons)")
+        #expect(decision.reasons.dropFirst().first?.hasPrefix("budget aptb is used up") == true, "\(decision.reasons)")
+        #expect(decision.heldBy == "cell-monthly: budget mon is used up")
+    }
+
     static let spans: [(Double, String)] = [
         (59, "under a minute"), (60, "1 m"), (3 * 3600 + 12 * 60 + 5, "3 h 12 m"), (7200, "2 h"),
         (86_400 * 3 + 3600, "3 d 1 h"), (Double.infinity, "under a minute"), (-5, "under a minute"),
