@@ -10,11 +10,12 @@ enum DemoDefaults {
     /// The scenario the demo plays: `--scenario FILE`, else the built-in `scenarios/commute.yaml`.
     static func scenario(path: String?, required: Bool) throws -> Scenario? {
         guard required else { return nil }
+        if let path { return try LinkSource.loadScenario(path) }
         do {
-            if let path { return try ScenarioParser.load(path: path) }
             return try ScenarioParser.parse(ShippedScenario.commuteYAML, file: ShippedScenario.name)
         } catch {
-            throw ValidationError("\(error)")
+            Output.error("Error: the built-in scenario: \(error)")
+            throw ExitCode(70)
         }
     }
 

@@ -105,13 +105,9 @@ struct LabCommand: AsyncParsableCommand {
             throw ExitCode(65)
         }
         if downloader == .engine, engineCommand == nil {
+            // As daemon and demo: a policy with errors (or none at the path given) exits 78, EX_CONFIG.
             let source = PolicyLocator.current(explicit: policy)
-            do {
-                _ = try source.load()
-            } catch {
-                Output.error("meterwise lab: policy \(source): \(error)")
-                throw ExitCode(66)
-            }
+            _ = try PolicyOption.load(source)
             Output.error("meterwise lab: policy \(source)")
         }
         let uplinks = try LabTopology.uplinks(for: loaded, fastRate: rate(fastRate), slowRate: rate(slowRate))

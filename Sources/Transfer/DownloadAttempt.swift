@@ -198,6 +198,7 @@ extension DownloadRun {
                 attempt += 1
                 let c = board.counters
                 if c.done > 0, board.known?.validators.isEmpty ?? true, !request.resumeUnvalidated {
+                    board.noteFailure(reason)
                     return .restart(.unvalidated)
                 }
                 guard let delay = download.retry.delay(attempt: attempt, retryAfter: after, jitter: Double.random(in: 0..<1))
@@ -205,7 +206,7 @@ extension DownloadRun {
                     return .failed(
                         TransferError(
                             .retriesExhausted,
-                            "Gave up after \(attempt - 1) retries: \(reason). The checkpoint is saved; run the same command again to resume."
+                            GiveUpText.retriesExhausted(retries: attempt - 1, reason: reason, bytesDone: c.done)
                         )
                     )
                 }

@@ -40,6 +40,21 @@ import Testing
         #expect(run.stderr.contains("needs root") && run.stderr.contains("sudo"))
     }
 
+    /// policy.md: a policy with errors exits 78 (EX_CONFIG), as daemon and demo do, before any namespace
+    /// is made; a missing policy file too.
+    @Test(.needsKernel, arguments: ["bad", "missing"])
+    func labWithABadPolicyExits78(_ kind: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabpolicy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let policy = directory.appendingPathComponent("policy.yaml").path
+        if kind == "bad" { try "version: 1\nrules:\n  - { name: a, when: { metered: maybe }, action: run }\n".write(toFile: policy, atomically: true, encoding: .utf8) }
+        let run = try BinaryRun.run(["lab", RepoPaths.file("scenarios/commute.yaml"), "--policy", policy], executable: binary)
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains(policy), "\(run.stderr)")
+        #expect(!run.stderr.contains("Usage:"), "\(run.stderr)")
+    }
+
     @Test(.needsKernel) func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
         let scenario = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabcli-\(getpid()).yaml").path
         try """
