@@ -344,7 +344,9 @@ extension DownloadRun {
                 if Int64(n) > end - position {
                     slice = buffer.getSlice(at: buffer.readerIndex, length: Int(end - position))!
                 }
-                try await download.limiter.wait(for: n)
+                // The limit is the network's: bytes already here when a pause begins are written, not
+                // held back until the connection closes under them (get.md, SIGINT).
+                if !board.isDraining { try await download.limiter.wait(for: n, unless: { board.isDraining }) }
                 try await writer.write(slice, at: position)
                 position += Int64(slice.readableBytes)
                 board.advance(id, to: position, wrote: slice.readableBytes)

@@ -14,7 +14,7 @@ import Testing
         let directory = URL(fileURLWithPath: "/tmp/mwc-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let size = 6 << 20
+        let size: Int64 = 6 << 20
         let server = try await RangeServer.start(content: .generated(size: size, seed: 81),
                                                  faults: [.throttle(bytesPerSecond: 1 << 20)])
         let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
@@ -37,7 +37,7 @@ import Testing
         #expect(await eventually {
             let j = (try? job()) ?? [:]
             return j["state"] as? String == "running" && (j["bytes_fetched"] as? Int ?? 0) > 0
-        }, "bytes_fetched stayed 0 while running: \(try job())")
+        }, "bytes_fetched stayed 0 while running: \((try? job()) ?? [:])")
 
         // `status ID --json` is `GET /v1/jobs/{id}`'s object, plus `explain`.
         let status = Self.object(try daemon.cli(["status", id, "--json"]))
@@ -58,8 +58,10 @@ import Testing
 
         // Resumed to the end: bytes_fetched sums both runs, so it covers the whole file.
         #expect(try daemon.cli(["resume", id]).status == 0)
-        #expect(await eventually(timeout: .seconds(60)) { (try? job())?["state"] as? String == "completed" }, "\(try job())")
-        #expect((try job()["bytes_fetched"] as? Int ?? 0) >= size, "\(try job())")
+        #expect(await eventually(timeout: .seconds(60)) { (try? job())?["state"] as? String == "completed" },
+                "\((try? job()) ?? [:])")
+        let done = try job()
+        #expect(Int64(done["bytes_fetched"] as? Int ?? 0) >= size, "\(done)")
         try await server.shutdown()
     }
 }

@@ -23,7 +23,7 @@ import Testing
         try FileManager.default.copyItem(atPath: RepoPaths.file("policies/default.yaml"),
                                          toPath: directory.appendingPathComponent("default.yaml").path)
         let example = try Self.block(in: "docs/integrations.md", after: "only at night")
-        try example.write(to: directory.appendingPathComponent("50-apt.yaml"), atomically: true, encoding: .utf8)
+        try example.write(to: directory.appendingPathComponent("local-apt.yaml"), atomically: true, encoding: .utf8)
         let run = try BinaryRun.run(["policy", "explain", "--policy", directory.path,
                                      "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s",
                                      "--tag", "apt", "--time", time, "--json"])
