@@ -50,9 +50,9 @@ import Testing
         let paused = try #require(try daemon.jobs().first { ($0["job"] as? [String: Any])?["id"] as? String == id })
         let pausedJob = try #require(paused["job"] as? [String: Any])
         #expect(pausedJob["state"] as? String == "paused")
-        #expect(pausedJob["rule"] is NSNull, "\(pausedJob)")
+        #expect(pausedJob["rule"] as? String == nil, "\(pausedJob)")
         #expect((pausedJob["reason"] as? String)?.contains("paused by the user") == true, "\(pausedJob)")
-        #expect(paused["action"] is NSNull, "\(paused)")
+        #expect(paused["action"] as? String == nil, "\(paused)")
         let list = try daemon.cli(["list"])
         #expect(!list.stdout.contains("run-unmetered"), "\(list.stdout)")
 
