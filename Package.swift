@@ -160,11 +160,20 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             // Release: linked by lld with packed relative relocations (DT_RELR: 3 MiB of relocations become
-            // a few KiB, and the loader touches that much less) and without exporting every symbol
-            // dynamically (2.4 MiB of symbol tables nobody looks up). See bench/README.md, "download".
+            // a few KiB, and the loader touches that much less), without exporting every symbol dynamically
+            // (2.4 MiB of symbol tables nobody looks up), and with the functions `get` runs laid out first
+            // (packaging/meterwise.order; it takes effect with the function sections of
+            // packaging/release-flags.sh). The ordering is an lld option, so it is given here, to the one
+            // product linked by lld, and never to every product of a build (gold, which links the others,
+            // such as generate-manual, refuses it). See bench/README.md, "download".
             linkerSettings: [
                 .unsafeFlags(
-                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"],
+                    [
+                        "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker",
+                        "--no-export-dynamic",
+                        "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/packaging/meterwise.order",
+                        "-Xlinker", "--no-warn-symbol-ordering",
+                    ],
                     .when(platforms: [.linux], configuration: .release)),
             ]
         ),

@@ -8,7 +8,8 @@
 # Installing the package runs no maintainer script: it never starts, stops or restarts a service.
 #
 # For a quick check of the packaging itself: DEBUG=1 packages the debug build instead (.build/debug,
-# dynamic stdlib: not for installing elsewhere).
+# dynamic stdlib: not for installing elsewhere). SCRATCH=DIR builds in DIR instead (CI builds the release
+# package in a clean one, as a maintainer's fresh clone would).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -26,11 +27,11 @@ done
 
 if [ -n "${DEBUG:-}" ]; then
     configuration=debug
-    scratch="$root/.build"
+    scratch="${SCRATCH:-$root/.build}"
     flags=()
 else
     configuration=release
-    scratch="$root/.build-release"
+    scratch="${SCRATCH:-$root/.build-release}"
     source "$root/packaging/release-flags.sh"
     flags=("${release_flags[@]}")
 fi
@@ -39,7 +40,8 @@ trap 'rm -rf "$stage"' EXIT
 swift build -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --product meterwise
 # The man pages: swift-argument-parser's generate-manual (the tool behind its GenerateManual plugin), built
 # with the same flags so nothing else is rebuilt, run on the binary being shipped. (The plugin itself
-# would build every product again without the static stdlib: `swift package` has no such flag.)
+# would build every product again without the static stdlib: `swift package` has no such flag.) These
+# flags are for every product; what only meterwise's link takes (lld's ordering file) is in Package.swift.
 swift build -c "$configuration" "${flags[@]}" --scratch-path "$scratch" --product generate-manual
 binary="$scratch/$configuration/meterwise"
 version="$("$binary" --version)"

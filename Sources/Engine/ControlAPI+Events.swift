@@ -4,6 +4,13 @@ import MeterwiseClient
 import Policy
 
 extension ControlAPI {
+    /// A wait in whole seconds, rounded up (4.99985 s is "5"; a part of a second still to wait is one more).
+    static func wholeSeconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return attoseconds > 0 && seconds < .max ? seconds + 1 : seconds
+    }
+
     /// The event as the API sends it; nil for events the API does not stream.
     public static func body(for event: EngineEvent, at date: Date = Date()) -> EventBody? {
         switch event {
@@ -30,7 +37,7 @@ extension ControlAPI {
             return body
         case let .waiting(job, remaining):
             var body = EventBody(event: "waiting", job: job, at: date)
-            body.reason = "resuming in \(remaining)"
+            body.reason = "resuming in \(Self.wholeSeconds(remaining)) s"
             return body
         case let .throttled(job, rate):
             var body = EventBody(event: "throttled", job: job, at: date)

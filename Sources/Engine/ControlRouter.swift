@@ -101,7 +101,7 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 body.countedBytes = counted
                 return .json(body)
             case ("GET", "/v1/links", 2):
-                return .json(LinkSnapshotDocument(await engine.snapshot))
+                return .json(LinkSnapshotDocument(await engine.snapshot, verdict: NetworkClass.builtInVerdict))
             case ("GET", "/metrics", 1):
                 // Every job's figures: for root and the daemon's own user only.
                 guard asker.seesEveryJob else { throw EngineError(.forbidden, "/metrics is for root and the daemon's user") }

@@ -120,16 +120,23 @@ extension Engine {
         let final = runtime.record.state.isFinal
         var record = runtime.record
         if final { record.reason = nil }
+        // The user holds a paused job, not a rule: the last decision's rule and reason no longer apply.
+        let heldByUser = record.state == .paused
+        if heldByUser {
+            record.rule = nil
+            record.reason = "paused by the user; `meterwise resume \(record.id)` gives it back to the policy"
+        }
         // A user:password in a URL is never shown back, not even to the job's owner.
         record.url = RedactedURL.withoutCredentials(record.url)
         record.headURL = record.headURL.map(RedactedURL.withoutCredentials)
-        record.proxy = record.proxy.map(RedactedURL.withoutCredentials)
+        // A proxy is shown as `via_proxy` is: the user kept, the password `<redacted>`.
+        record.proxy = record.proxy.map(RedactedURL.withoutPassword)
         var status = JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
-                               action: final ? nil : runtime.decision?.action.rawValue,
+                               action: final || heldByUser ? nil : runtime.decision?.action.rawValue,
                                nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,
                                retryReason: runtime.active ? runtime.retryReason : nil,
                                proxy: proxy(for: runtime.record)?.description)
-        status.heldBy = final || runtime.record.state == .paused ? nil : runtime.decision?.heldBy
+        status.heldBy = final || heldByUser ? nil : runtime.decision?.heldBy
         return status
     }
 

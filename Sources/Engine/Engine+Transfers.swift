@@ -41,7 +41,10 @@ extension Engine {
         runtime.boundLink = bound ? link : nil
         runtime.link = link
         runtime.rate = rate
-        if !runtime.running { runningCount += 1 }
+        if !runtime.running {
+            runningCount += 1
+            runtime.fetchedBeforeRun = runtime.record.bytesFetched
+        }
         runtime.running = true
         runtime.stopping = false
         runtime.lastWaitAnnounced = false
@@ -158,6 +161,9 @@ extension Engine {
             }
             jobs[id]?.record.bytesDone = progress.bytesDone
             jobs[id]?.record.totalBytes = progress.totalBytes
+            if let before = jobs[id]?.fetchedBeforeRun {
+                jobs[id]?.record.bytesFetched = fetchedSum(before, progress.bytesFetched)
+            }
             events.publish(.progress(job: id, progress))
             // A budget can run out mid-transfer: decide again while bytes count against one.
             if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
@@ -176,7 +182,12 @@ extension Engine {
             events.publish(.notice(job: id, "retry \(attempt) in \(delay): \(reason)"))
         case let .warning(text):
             events.publish(.notice(job: id, text))
-        case .paused, .completed, .cancelled, .failed:
+        case let .paused(progress):
+            // The run's last count (run() returns the outcome; runEnded handles the rest).
+            if let before = jobs[id]?.fetchedBeforeRun {
+                jobs[id]?.record.bytesFetched = fetchedSum(before, progress.bytesFetched)
+            }
+        case .completed, .cancelled, .failed:
             break  // run() returns these; runEnded handles them
         }
     }
@@ -198,7 +209,7 @@ extension Engine {
             runtime.record.sha256 = download.sha256
             runtime.record.bytesDone = download.totalBytes
             runtime.record.totalBytes = download.totalBytes
-            runtime.record.bytesFetched += download.bytesFetched
+            runtime.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, download.bytesFetched)
             runtime.record.refetchedBytes += download.refetchedBytes
             runtime.record.reason = nil
             if let since = runtime.pausedSince {
@@ -267,4 +278,10 @@ extension Engine {
             logger.error("\(error)")
         }
     }
+}
+
+/// A saved counter plus a run's count: saturates, never traps (a counter that is saved must not).
+private func fetchedSum(_ saved: Int64, _ run: Int64) -> Int64 {
+    let (sum, overflow) = saved.addingReportingOverflow(max(0, run))
+    return overflow ? .max : sum
 }

@@ -27,6 +27,9 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
     /// The transfer is waiting to retry (the server unreachable): when, and why.
     var nextRetryAt: Date?
     var retryReason: String?
+    /// `record.bytesFetched` when the current transfer run began: the run's own count (its progress
+    /// events) adds to it, so `bytes_fetched` grows while a job runs and sums every run.
+    var fetchedBeforeRun: Int64 = 0
 
     init(record: JobRecord) {
         self.record = record

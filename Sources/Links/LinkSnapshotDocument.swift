@@ -18,6 +18,11 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         public var bssid: String?
         public var meteredHint: Bool?
         public var meteredHintSource: String?
+        /// The built-in verdict `links` prints in its METERED column (explicit hint, phone-hotspot guess,
+        /// another source's guess, the kind; before any policy `networks:` rule), and where it came from;
+        /// nil where the producer of the document does not classify.
+        public var metered: Bool?
+        public var meteredSource: String?
         public var roaming: Bool?
         public var addresses: [String]
         public var primary: Bool
@@ -25,7 +30,7 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         enum CodingKeys: String, CodingKey {
             case index, name, kind, operstate, up, running, mtu, mac, driver, ssid, bssid, roaming, addresses, primary
             case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
-            case meteredHintSource = "metered_hint_source"
+            case meteredHintSource = "metered_hint_source", metered, meteredSource = "metered_source"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -45,6 +50,8 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
             try c.encode(bssid, forKey: .bssid)
             try c.encode(meteredHint, forKey: .meteredHint)
             try c.encode(meteredHintSource, forKey: .meteredHintSource)
+            try c.encode(metered, forKey: .metered)
+            try c.encode(meteredSource, forKey: .meteredSource)
             try c.encode(roaming, forKey: .roaming)
             try c.encode(addresses, forKey: .addresses)
             try c.encode(primary, forKey: .primary)
@@ -84,18 +91,22 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         case defaultRoutes = "default_routes", hintSources = "hint_sources"
     }
 
-    public init(_ snapshot: LinkSnapshot, at: String? = nil) {
+    /// The document of `snapshot`; `verdict` is the built-in metered verdict of a link and its source
+    /// (Policy's `NetworkClass.builtInVerdict`), which this module cannot make.
+    public init(_ snapshot: LinkSnapshot, at: String? = nil,
+                verdict: (Link) -> (metered: Bool, source: String)? = { _ in nil }) {
         let primary = snapshot.primary?.name
         self.at = at
         self.sequence = snapshot.sequence
         self.primary = primary
         self.links = snapshot.links.map {
-            LinkEntry(
+            let verdict = verdict($0)
+            return LinkEntry(
                 index: $0.index, name: $0.name, kind: $0.kind.rawValue, kindSource: $0.kindSource,
                 operstate: $0.operstate, up: $0.up, running: $0.running, lowerUp: $0.lowerUp, mtu: $0.mtu,
                 mac: $0.mac, driver: $0.driver, ssid: $0.ssid, bssid: $0.bssid, meteredHint: $0.meteredHint,
-                meteredHintSource: $0.meteredHintSource, roaming: $0.roaming, addresses: $0.addresses,
-                primary: $0.name == primary)
+                meteredHintSource: $0.meteredHintSource, metered: verdict?.metered, meteredSource: verdict?.source,
+                roaming: $0.roaming, addresses: $0.addresses, primary: $0.name == primary)
         }
         self.defaultRoutes = snapshot.defaultRoutes.map {
             RouteEntry(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)

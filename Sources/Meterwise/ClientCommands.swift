@@ -32,6 +32,15 @@ struct AddCommand: AsyncParsableCommand {
     @Flag(help: "This job may use metered links (when a policy rule lets such jobs).")
     var allowMetered = false
 
+    @Flag(help: "This job may use a roaming link (when a policy rule lets such jobs: `allow_roaming: yes`).")
+    var allowRoaming = false
+
+    @Option(help: "Parallel ranged requests, 1-16 (default: 1 below 8 MiB, otherwise up to 4).")
+    var segments: Int?
+
+    @Option(help: ArgumentHelp("A separate HEAD URL (presigned URLs are signed per method); never required.", valueName: "url"))
+    var headURL: String?
+
     @Option(help: "Higher runs first; 0 is normal.")
     var priority: Int = 0
 
@@ -66,6 +75,7 @@ struct AddCommand: AsyncParsableCommand {
         if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
         if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("bad --max-size \(maxSize): \(Units.bytesHint)") }
         if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
+        if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
         if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
@@ -77,8 +87,9 @@ struct AddCommand: AsyncParsableCommand {
         // this user's rights.
         let absolute = { (path: String) in path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path }
         let destination = absolute(output)
-        let spec = JobSpec(url: url, destination: destination, sha256: sha256.flatMap(ExpectedSHA256.parse),
+        let spec = JobSpec(url: url, destination: destination, headURL: headURL, sha256: sha256.flatMap(ExpectedSHA256.parse),
                            size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
+                           allowRoaming: allowRoaming ? true : nil, segments: segments,
                            maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
                            certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
@@ -143,11 +154,7 @@ struct StatusCommand: AsyncParsableCommand {
         let (status, _) = try await api.call(.GET, "/v1/jobs/\(id)", as: JobStatus.self)
         let (explain, _) = try await api.call(.GET, "/v1/jobs/\(id)/explain", as: ControlAPI.ExplainBody.self)
         if client.json {
-            struct Combined: Encodable {
-                var status: JobStatus
-                var explain: ControlAPI.ExplainBody
-            }
-            let data = try ControlAPI.encoder().encode(Combined(status: status, explain: explain))
+            let data = try ControlAPI.encoder().encode(StatusDocument(status: status, explain: explain))
             Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
             return
         }
@@ -157,6 +164,22 @@ struct StatusCommand: AsyncParsableCommand {
             Output.line("  policy: " + ShownText.escaped("\(explain.action) (rule \(explain.rule ?? "default"))"))
             for line in explain.text.split(separator: "\n") { Output.line("    \(ShownText.escaped(line))") }
         }
+    }
+}
+
+/// `status ID --json`: the job object of `GET /v1/jobs/{id}` (the shape `status --json` lists and `add --json`
+/// prints), with the policy's explanation of `GET /v1/jobs/{id}/explain` added as `explain`: one shape for a
+/// job wherever it is read.
+struct StatusDocument: Encodable {
+    var status: JobStatus
+    var explain: ControlAPI.ExplainBody
+
+    enum Keys: String, CodingKey { case explain }
+
+    func encode(to encoder: any Encoder) throws {
+        try status.encode(to: encoder)
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(explain, forKey: .explain)
     }
 }
 

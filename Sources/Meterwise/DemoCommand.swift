@@ -146,8 +146,12 @@ struct DemoCommand: AsyncParsableCommand {
             bytesByKind: engine.accounting.bytesByKind, bytesByLink: engine.accounting.bytesByLink,
             pausedSeconds: status.pausedSeconds, refetchedBytes: status.job.refetchedBytes,
             bytesFetched: engine.accounting.bytesByLink.values.reduce(0, +), size: status.job.totalBytes ?? bytes,
-            elapsedSeconds: started.duration(to: clock.now).seconds)
+            elapsedSeconds: started.duration(to: clock.now).seconds, timedOutAfter: outcome ? nil : limit.seconds)
         printer.summary(summary)
+        if !outcome {
+            Output.error("meterwise demo: timed out after \(Units.formatted(limit.seconds, digits: 1)) s with the job \(status.job.state.rawValue); "
+                         + "give it longer with --timeout SECONDS (default: the scenario's end + 120 s)")
+        }
         if let server { try? await server.shutdown() }
         if !outcome || !summary.sha256OK { throw ExitCode(1) }
     }

@@ -10,11 +10,12 @@ enum DemoDefaults {
     /// The scenario the demo plays: `--scenario FILE`, else the built-in `scenarios/commute.yaml`.
     static func scenario(path: String?, required: Bool) throws -> Scenario? {
         guard required else { return nil }
+        if let path { return try LinkSource.loadScenario(path) }
         do {
-            if let path { return try ScenarioParser.load(path: path) }
             return try ScenarioParser.parse(ShippedScenario.commuteYAML, file: ShippedScenario.name)
         } catch {
-            throw ValidationError("\(error)")
+            Output.error("Error: the built-in scenario: \(error)")
+            throw ExitCode(70)
         }
     }
 
@@ -49,6 +50,8 @@ struct DemoSummary: Encodable {
     var bytesFetched: Int64
     var size: Int64
     var elapsedSeconds: Double
+    /// The `--timeout` (or its default) in seconds when the demo gave up before the download finished.
+    var timedOutAfter: Double? = nil
 
     var sha256OK: Bool { sha256 == expected }
 
@@ -59,6 +62,7 @@ struct DemoSummary: Encodable {
         case sha256OK = "sha256_ok", sha256, state, bytesByKind = "bytes_by_kind", bytesByLink = "bytes_by_link"
         case pausedSeconds = "paused_seconds", refetchedBytes = "refetched_bytes", wastedBytes = "wasted_bytes"
         case bytesFetched = "bytes_fetched", size, elapsedSeconds = "elapsed_seconds"
+        case timedOut = "timed_out", timeoutSeconds = "timeout_seconds"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -76,5 +80,7 @@ struct DemoSummary: Encodable {
         try c.encode(bytesFetched, forKey: .bytesFetched)
         try c.encode(size, forKey: .size)
         try c.encode((elapsedSeconds * 100).rounded() / 100, forKey: .elapsedSeconds)
+        try c.encode(timedOutAfter != nil, forKey: .timedOut)
+        try c.encode(timedOutAfter, forKey: .timeoutSeconds)
     }
 }

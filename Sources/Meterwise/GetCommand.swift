@@ -67,6 +67,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "The window of --speed-limit, in seconds.")
     var speedTime: Int = 60
 
+    @Option(help: "Retries of a range that makes no progress (refused, reset, 5xx) before giving up; back-off from 250 ms to 30 s.")
+    var retries: Int = 8
+
     @Option(help: ArgumentHelp("Checkpoint after this many bytes per segment (default 4MiB).", visibility: .hidden))
     var checkpointEvery: String?
 
@@ -82,6 +85,7 @@ struct GetCommand: AsyncParsableCommand {
         if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("--max-size \(maxSize) is not a size; \(Units.bytesHint).") }
         if Units.parseBytes(speedLimit) == nil { throw ValidationError("--speed-limit \(speedLimit) is not a size; \(Units.bytesHint).") }
         guard (1...86_400).contains(speedTime) else { throw ValidationError("--speed-time must be from 1 to 86400 seconds.") }
+        guard (0...1000).contains(retries) else { throw ValidationError("--retries must be from 0 to 1000.") }
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
         }
@@ -104,6 +108,7 @@ struct GetCommand: AsyncParsableCommand {
         request.maxSize = maxSize.flatMap(Units.parseBytes)
         request.lowSpeedLimit = Units.parseBytes(speedLimit) ?? 1024
         request.lowSpeedTime = .seconds(speedTime)
+        request.maxRetries = retries
         let shownURL = RedactedURL.redact(url)
         do throws(TransferError) {
             request.tls = try connection.tls()
@@ -179,7 +184,11 @@ struct GetCommand: AsyncParsableCommand {
             }
         case .success(.paused)?:
             let code: Int32 = received.number.withLock { $0 } == SIGTERM ? 143 : 130
-            if !json { printer.line("Paused; the checkpoint is saved. Run the same command again to resume.") }
+            if !json {
+                printer.line(printer.pausedBytes == 0
+                    ? "Paused before anything was received; run the same command again to start."
+                    : "Paused; the checkpoint is saved. Run the same command again to resume.")
+            }
             throw ExitCode(code)
         case .success(.cancelled)?:
             throw ExitCode(1)

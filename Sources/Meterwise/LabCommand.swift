@@ -83,6 +83,27 @@ struct LabCommand: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") }
     }
 
+    /// A lab's files (the served file, the download, its partial) live in TEMP/meterwise-lab-PID, removed
+    /// when the lab ends however it ends, except by SIGKILL.
+    static let workDirectoryPrefix = "meterwise-lab-"
+
+    /// Removes the work directories in `temporary` of labs that died (SIGKILL) and returns their names and
+    /// pids: a directory of this user (not a symlink) whose pid no process has. A live lab's, or one whose
+    /// pid another process took, is left alone.
+    static func removeStaleWorkDirectories(in temporary: String) -> [(name: String, pid: Int32)] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: temporary) else { return [] }
+        var removed: [(name: String, pid: Int32)] = []
+        for name in names.sorted() where name.hasPrefix(workDirectoryPrefix) {
+            guard let pid = Int32(name.dropFirst(workDirectoryPrefix.count)), pid > 0, pid != getpid() else { continue }
+            var stats = stat()
+            let path = temporary + "/" + name
+            guard lstat(path, &stats) == 0, stats.st_mode & S_IFMT == S_IFDIR, stats.st_uid == geteuid() else { continue }
+            guard kill(pid, 0) != 0, errno == ESRCH else { continue }
+            if (try? FileManager.default.removeItem(atPath: path)) != nil { removed.append((name, pid)) }
+        }
+        return removed
+    }
+
     func run() async throws {
         guard getuid() == 0 else {
             Output.error("meterwise lab: needs root to create network namespaces; run it with sudo: "
@@ -105,18 +126,17 @@ struct LabCommand: AsyncParsableCommand {
             throw ExitCode(65)
         }
         if downloader == .engine, engineCommand == nil {
+            // As daemon and demo: a policy with errors (or none at the path given) exits 78, EX_CONFIG.
             let source = PolicyLocator.current(explicit: policy)
-            do {
-                _ = try source.load()
-            } catch {
-                Output.error("meterwise lab: policy \(source): \(error)")
-                throw ExitCode(66)
-            }
+            _ = try PolicyOption.load(source)
             Output.error("meterwise lab: policy \(source)")
         }
         let uplinks = try LabTopology.uplinks(for: loaded, fastRate: rate(fastRate), slowRate: rate(slowRate))
-        let workDirectory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("meterwise-lab-\(getpid())").path
+        let temporary = FileManager.default.temporaryDirectory.path
+        for (name, pid) in Self.removeStaleWorkDirectories(in: temporary) {
+            Output.error("lab: removed \(temporary)/\(name) left by a lab that died (pid \(pid))")
+        }
+        let workDirectory = temporary + "/" + Self.workDirectoryPrefix + "\(getpid())"
         try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: workDirectory) }
 

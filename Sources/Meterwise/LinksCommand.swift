@@ -41,7 +41,7 @@ struct LinksCommand: AsyncParsableCommand {
         var previous: LinkSnapshot?
         for try await snapshot in monitor.snapshots() {
             if !watch {
-                Output.line(json ? SnapshotFormat.json(snapshot) : SnapshotFormat.table(snapshot))
+                Output.line(json ? SnapshotFormat.json(snapshot) : SnapshotFormat.table(snapshot, scenario: scenario))
                 return
             }
             let line = json
@@ -84,12 +84,14 @@ enum LinkSource {
         }
     }
 
-    /// A scenario file, or a usage error that says where it is wrong.
+    /// A scenario file. One with problems prints each (`file:line:column` and the fix) and exits 65
+    /// (EX_DATAERR), as `lab` does: the command line was right, the file is not, so no usage text follows.
     static func loadScenario(_ path: String) throws -> Scenario {
         do {
             return try ScenarioParser.load(path: path)
         } catch {
-            throw ValidationError("\(error)")
+            Output.error("Error: \(error)")
+            throw ExitCode(65)
         }
     }
 }

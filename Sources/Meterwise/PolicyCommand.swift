@@ -112,11 +112,7 @@ struct PolicyCommand: AsyncParsableCommand {
             }
             var snapshot: LinkSnapshot
             if let scenario {
-                let loaded: Scenario
-                do { loaded = try ScenarioParser.load(path: scenario) } catch {
-                    FileHandle.standardError.write(Data((error.description + "\n").utf8))
-                    throw ExitCode(1)
-                }
+                let loaded = try LinkSource.loadScenario(scenario)
                 let at = at.flatMap(Units.parseDuration) ?? .zero
                 snapshot = loaded.timeline().last { $0.at <= at }?.snapshot ?? .empty
             } else {
@@ -128,9 +124,13 @@ struct PolicyCommand: AsyncParsableCommand {
                 }
             }
             if let link {
+                // Not a usage error (the command line is well formed; the machine or scenario has no such
+                // link): the message without usage text, exit 1 like explain's other failures.
                 guard snapshot.link(named: link) != nil else {
-                    throw ValidationError(
-                        "no link named \(link); known: " + snapshot.links.map(\.name).joined(separator: ", "))
+                    let place = scenario.map { "in \($0) at \(at ?? "0s")" } ?? "on this machine"
+                    Output.error("Error: no link named \(link) \(place); known: "
+                                 + snapshot.links.map(\.name).joined(separator: ", "))
+                    throw ExitCode(1)
                 }
                 snapshot = Self.making(link, primaryOf: snapshot)
             }

@@ -18,6 +18,10 @@ final class ProgressPrinter: Sendable {
     /// The proxy requests go through (its URL, password redacted); nil when direct.
     let proxy: String?
     private let last = Mutex<(time: Double, barShown: Bool)>((-10, false))
+    private let paused = Mutex<Int64?>(nil)
+
+    /// The bytes on disk when the download paused (its `.paused` event), nil before one.
+    var pausedBytes: Int64? { paused.withLock { $0 } }
 
     init(mode: Mode, url: String, destination: String, proxy: String? = nil) {
         self.mode = mode
@@ -34,6 +38,7 @@ final class ProgressPrinter: Sendable {
 
     /// Prints one event; true when it is the last one (completed, paused, failed, cancelled).
     func print(_ event: DownloadEvent) -> Bool {
+        if case .paused(let p) = event { paused.withLock { $0 = p.bytesDone } }
         switch mode {
         case .json:
             return printJSON(event)
@@ -87,7 +92,8 @@ final class ProgressPrinter: Sendable {
                 guard due(every: 0.1) else { return false }
                 write("\r\u{1B}[K" + bar(p), stdout: false)
                 last.withLock { $0.barShown = true }
-            } else if due(every: 1) {
+            } else if p.activeSegments > 0 || p.bytesPerSecond >= 1, due(every: 1) {
+                // Nothing transferring (waiting to retry, the retry lines say why): no line of zeros.
                 line(summary(p))
             }
         case .restarted(let reason):

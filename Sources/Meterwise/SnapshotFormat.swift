@@ -5,7 +5,7 @@ import Policy
 /// How `meterwise links` prints snapshots: a table, change lines, or JSON.
 enum SnapshotFormat {
     static func json(_ snapshot: LinkSnapshot, at: Date? = nil) -> String {
-        encode(LinkSnapshotDocument(snapshot, at: at.map(timestamp)))
+        encode(LinkSnapshotDocument(snapshot, at: at.map(timestamp), verdict: NetworkClass.builtInVerdict))
     }
 
     static func encode(_ value: some Encodable) -> String {
@@ -15,7 +15,8 @@ enum SnapshotFormat {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func table(_ snapshot: LinkSnapshot) -> String {
+    /// The table; `scenario` names the file the links are replayed from, if any.
+    static func table(_ snapshot: LinkSnapshot, scenario: String? = nil) -> String {
         let primary = snapshot.primary?.name
         var rows = [[" ", "NAME", "KIND", "WHY", "METERED", "STATE", "ADDRESSES"]]
         for link in snapshot.links {
@@ -38,20 +39,19 @@ enum SnapshotFormat {
         }
         text += "\nprimary uplink: " + (primary.map { "\($0) (*)" } ?? "none")
         text += "\nhint sources: "
-            + (snapshot.hintSources.isEmpty ? "none running (the kernel's facts only)" : snapshot.hintSources.joined(separator: ", "))
+        if let scenario {
+            text += "none (replaying \(scenario): links and metered hints are the scenario's)"
+        } else {
+            text += snapshot.hintSources.isEmpty ? "none running (the kernel's facts only)" : snapshot.hintSources.joined(separator: ", ")
+        }
         return text
     }
 
     /// `yes (networkmanager: guess-yes)`, `no (kind ethernet)`: the built-in verdict and where it came from
     /// (policy `networks:` rules may still change it; `policy explain` shows the final word).
     static func metered(_ link: Link) -> String {
-        if let hint = link.meteredHint, link.meteredHintExplicit {
-            return "\(hint ? "yes" : "no") (\(link.meteredHintSource ?? "hint"))"
-        }
-        if let guess = PhoneHotspotGuess.reason(for: link) { return "yes (\(guess))" }
-        if let hint = link.meteredHint { return "\(hint ? "yes" : "no") (\(link.meteredHintSource ?? "hint"))" }
-        let metered = NetworkClass.meteredKinds.contains(link.kind)
-        return "\(metered ? "yes" : "no") (kind \(link.kind.rawValue))"
+        let verdict = NetworkClass.builtInVerdict(for: link)
+        return "\(verdict.metered ? "yes" : "no") (\(verdict.source))"
     }
 
     static func changeLine(_ snapshot: LinkSnapshot, previous: LinkSnapshot?, at: Date) -> String {

@@ -180,7 +180,14 @@ final class TimelinePrinter: Sendable {
         }
         line("")
         Output.line("summary")
-        Output.line("  sha256        \(summary.sha256 ?? "(no file)") \(summary.sha256OK ? "verified" : "MISMATCH (expected \(summary.expected))")")
+        if let limit = summary.timedOutAfter {
+            Output.line("  timed out     after \(Units.formatted(limit, digits: 1)) s (--timeout): the download did not finish")
+        }
+        if let sha256 = summary.sha256 {
+            Output.line("  sha256        \(sha256) \(summary.sha256OK ? "verified" : "MISMATCH (expected \(summary.expected))")")
+        } else {
+            Output.line("  sha256        (no file: the download did not finish; expected \(summary.expected))")
+        }
         for (kind, bytes) in summary.bytesByKind.sorted(by: { $0.key < $1.key }) {
             Output.line("  via \(kind.padding(toLength: 10, withPad: " ", startingAt: 0))\(Units.formatBytes(bytes)) (\(bytes) bytes)")
         }

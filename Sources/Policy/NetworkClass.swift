@@ -20,6 +20,16 @@ public struct NetworkClass: Sendable, Hashable, Codable {
     /// The kinds NetworkManager guesses to be metered when nothing else is known.
     public static let meteredKinds: Set<LinkKind> = [.wwan, .bluetooth, .ppp, .usbTether]
 
+    /// The built-in verdict of `builtIn(for:)` and where it came from, in the words `meterwise links` prints
+    /// (`networkmanager: guess-yes`, `guess: 172.20.10.4/28 is in 172.20.10.0/28, …`, `kind wwan`); the
+    /// METERED column and `metered`/`metered_source` of `links --json` and `GET /v1/links`.
+    public static func builtInVerdict(for link: Link) -> (metered: Bool, source: String) {
+        if let hint = link.meteredHint, link.meteredHintExplicit { return (hint, link.meteredHintSource ?? "hint") }
+        if let guess = PhoneHotspotGuess.reason(for: link) { return (true, guess) }
+        if let hint = link.meteredHint { return (hint, link.meteredHintSource ?? "hint") }
+        return (meteredKinds.contains(link.kind), "kind \(link.kind.rawValue)")
+    }
+
     /// The built-in verdict, in this order: the user's explicit setting (NetworkManager's
     /// `connection.metered`, a scenario's `metered`); a phone hotspot's tell-tale signs (`PhoneHotspotGuess`);
     /// another source's guess (NetworkManager's DHCP `ANDROID_METERED`); the link's kind — wwan, bluetooth,

@@ -56,7 +56,8 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     public var version: Int
     /// The GET URL, query intact (it may carry a signature: the file is created 0600).
     public var url: String
-    /// The final path.
+    /// The final path, absolute (the directory as the kernel resolved it). Checkpoints written before
+    /// 2026-11 hold the path as typed, possibly relative (see `isFor(destination:)`).
     public var destination: String
     /// The object's validators from the first response.
     public var validators: Validators
@@ -94,6 +95,15 @@ public struct Checkpoint: Codable, Sendable, Equatable {
         self.chunkSize = chunkSize
         self.segments = segments
         self.pieces = pieces
+    }
+
+    /// Whether this checkpoint belongs to the download of `destination` (an absolute path). A relative
+    /// `destination` comes from a release that stored the path as typed (`-o g`); the checkpoint was found
+    /// beside the partial file in the destination's own directory, so only the file name can still
+    /// disagree, and it is all that is compared.
+    public func isFor(destination: String) -> Bool {
+        if self.destination.hasPrefix("/") { return self.destination == destination }
+        return FileIO.name(of: self.destination) == FileIO.name(of: destination)
     }
 
     /// Bytes covered by pieces.

@@ -198,6 +198,7 @@ extension DownloadRun {
                 attempt += 1
                 let c = board.counters
                 if c.done > 0, board.known?.validators.isEmpty ?? true, !request.resumeUnvalidated {
+                    board.noteFailure(reason)
                     return .restart(.unvalidated)
                 }
                 guard let delay = download.retry.delay(attempt: attempt, retryAfter: after, jitter: Double.random(in: 0..<1))
@@ -205,7 +206,7 @@ extension DownloadRun {
                     return .failed(
                         TransferError(
                             .retriesExhausted,
-                            "Gave up after \(attempt - 1) retries: \(reason). The checkpoint is saved; run the same command again to resume."
+                            GiveUpText.retriesExhausted(retries: attempt - 1, reason: reason, bytesDone: c.done)
                         )
                     )
                 }
@@ -344,7 +345,9 @@ extension DownloadRun {
                 if Int64(n) > end - position {
                     slice = buffer.getSlice(at: buffer.readerIndex, length: Int(end - position))!
                 }
-                try await download.limiter.wait(for: n)
+                // The limit is the network's: bytes already here when a pause begins are written, not
+                // held back until the connection closes under them (get.md, SIGINT).
+                if !board.isDraining { try await download.limiter.wait(for: n, unless: { board.isDraining }) }
                 try await writer.write(slice, at: position)
                 position += Int64(slice.readableBytes)
                 board.advance(id, to: position, wrote: slice.readableBytes)

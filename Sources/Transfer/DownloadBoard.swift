@@ -23,9 +23,17 @@ final class DownloadBoard: Sendable {
         /// The attempt is pausing (`PauseDrain`): segments read what the kernels hold but start nothing new.
         var draining = false
         var lastReceive = ContinuousClock.now
+        /// Why the last transfer failed part-way, when that ended the attempt (a restart for want of validators).
+        var lastFailure: String?
     }
 
     let state: Mutex<State>
+
+    /// Keeps why a transfer failed part-way, for the message if the download gives up.
+    func noteFailure(_ reason: String) { state.withLock { $0.lastFailure = reason } }
+
+    /// Why the last transfer failed part-way, if one did.
+    var lastFailure: String? { state.withLock { $0.lastFailure } }
 
     init(
         plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool, parts: @escaping @Sendable (Int64) -> Int,

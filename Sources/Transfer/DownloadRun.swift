@@ -61,6 +61,25 @@ struct DownloadRun: Sendable {
         throw TransferError(.outputBusy, "\(directory.display(names.partial)) keeps changing; another program writes there. Choose another path with -o.")
     }
 
+    /// The destination as an absolute path: its directory as the kernel resolved it when it was opened
+    /// (symlinks and `..` followed), or, when the kernel does not say, the path as typed made absolute
+    /// from the working directory.
+    static func wholePath(of directory: OutputDirectory, names: OutputNames, typed: String) -> String {
+        let parent: String
+        if let resolved = DestinationCheck.path(of: directory) {
+            parent = resolved
+        } else if typed.hasPrefix("/") {
+            return typed
+        } else {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            guard getcwd(&buffer, buffer.count) != nil else { return typed }
+            let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let relative = FileIO.directory(of: typed)
+            parent = relative == "." ? cwd : (cwd == "/" ? "" : cwd) + "/" + relative
+        }
+        return parent == "/" ? "/" + names.final : parent + "/" + names.final
+    }
+
     func perform() async throws(TransferError) -> DownloadOutcome {
         if let problem = DownloadURL.problem(request.url) { throw TransferError(.invalidURL, problem + ".") }
         let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
@@ -73,6 +92,13 @@ struct DownloadRun: Sendable {
                 "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o."
             )
         }
+        // The partial file, the checkpoint and the final rename all need to write the directory: a directory
+        // the identity may not write (or a read-only mount) is a permission problem said up front, not a
+        // file system error after the first create.
+        try directory.checkWritable()
+        // The checkpoint holds the whole path, so `-o g` here and `-o /abs/dir/g` from elsewhere are one
+        // download (checkpoint.md, `destination`).
+        let wholeDestination = Self.wholePath(of: directory, names: names, typed: request.destination)
         let (fd, created) = try openPartial(directory, names)
         // One writer per file: the lock lives as long as the descriptor, through the final rename.
         guard mw_try_lock(fd) == 0 else {
@@ -95,7 +121,7 @@ struct DownloadRun: Sendable {
             CheckpointFile.remove(in: directory, name: names.checkpoint)
         }
         let action = ResumeDecision.decide(
-            checkpoint: checkpoint, unreadable: unreadable, url: request.url, destination: request.destination,
+            checkpoint: checkpoint, unreadable: unreadable, url: request.url, destination: wholeDestination,
             resumeUnvalidated: request.resumeUnvalidated
         )
         var known: KnownObject?
@@ -130,7 +156,7 @@ struct DownloadRun: Sendable {
         let ref = BoardRef()
         let totals = Totals()
         let url = request.url
-        let destination = request.destination
+        let destination = wholeDestination
         let sink = download.sink
         let writer = FileWriter(
             file: file, directory: directory, checkpointName: names.checkpoint, everyBytes: request.checkpointEveryBytes,
@@ -193,8 +219,8 @@ struct DownloadRun: Sendable {
                 guard restarts <= Self.maxRestarts else {
                     try? await writer.checkpointNow()
                     throw TransferError(
-                        .objectUnstable,
-                        "Gave up after \(Self.maxRestarts) restarts: \(reason.rawValue). The object keeps changing; try again later."
+                        reason == .unvalidated ? .retriesExhausted : .objectUnstable,
+                        GiveUpText.restartsExhausted(restarts: Self.maxRestarts, reason: reason, failure: board.lastFailure)
                     )
                 }
                 logger.info("restarting from 0", metadata: ["reason": "\(reason)"])

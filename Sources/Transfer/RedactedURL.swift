@@ -23,6 +23,18 @@ public enum RedactedURL {
         return String(url[..<start]) + "<redacted>" + String(url[at...])
     }
 
+    /// `scheme://user:password@host/...` with only the password replaced: `scheme://user:<redacted>@host/...`,
+    /// as a proxy is shown everywhere (`ProxyServer.description`, a job's `proxy` and `via_proxy`).
+    public static func withoutPassword(_ url: String) -> String {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
+        let start = url.index(colon, offsetBy: 3)
+        let authority = url[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@") else { return url }
+        let userinfo = url[start..<at]
+        guard let split = userinfo.firstIndex(of: ":") else { return url }
+        return String(url[..<split]) + ":<redacted>" + String(url[at...])
+    }
+
     /// The scheme in lower case, or nil when the URL has none.
     static func scheme(of url: String) -> String? {
         guard let colon = url.firstIndex(of: ":") else { return nil }

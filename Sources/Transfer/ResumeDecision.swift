@@ -15,7 +15,7 @@ public enum ResumeDecision {
     ///   - unreadable: a checkpoint file exists but does not decode.
     ///   - url: the request's URL: a checkpoint for another URL (its query aside: presigned signatures
     ///     change) is not resumed.
-    ///   - destination: the request's final path.
+    ///   - destination: the request's final path, absolute (`Checkpoint.isFor(destination:)`).
     ///   - resumeUnvalidated: the user's `--resume-unvalidated`.
     public static func decide(
         checkpoint: Checkpoint?, unreadable: Bool, url: String, destination: String, resumeUnvalidated: Bool
@@ -24,7 +24,7 @@ public enum ResumeDecision {
         guard let cp = checkpoint else { return .fresh }
         // Every number is bounded before any arithmetic: a checkpoint is a file anyone may have edited.
         guard cp.format == Checkpoint.formatName, Checkpoint.readableVersions.contains(cp.version),
-            (ObjectLimits.minChunk...ObjectLimits.maxChunk).contains(cp.chunkSize), cp.destination == destination,
+            (ObjectLimits.minChunk...ObjectLimits.maxChunk).contains(cp.chunkSize), cp.isFor(destination: destination),
             let total = cp.totalBytes, (0...ObjectLimits.maxBytes).contains(total),
             cp.pieces.count <= min(total / cp.chunkSize + 1, ObjectLimits.maxPieces)
         else { return .discard(.damagedCheckpoint) }

@@ -57,12 +57,22 @@ final class RateLimiter: Sendable {
 
     var rate: Int64? { bucket.withLock { $0.rate } }
 
-    /// Waits as long as the bucket says; cancellable.
-    func wait(for bytes: Int) async throws {
+    /// Waits as long as the bucket says; cancellable. The wait ends early once `stop()` is true (checked
+    /// every `slice`): a pausing download writes what it has already received instead of holding it back.
+    func wait(for bytes: Int, unless stop: () -> Bool = { false }) async throws {
         let now = self.now
         let delay = bucket.withLock { $0.take(bytes, now: now) }
-        if delay > .zero { try await Task.sleep(for: delay) }
+        guard delay > .zero else { return }
+        let end = clock.now.advanced(by: delay)
+        while !stop() {
+            let left = clock.now.duration(to: end)
+            guard left > .zero else { return }
+            try await Task.sleep(for: min(left, Self.slice))
+        }
     }
+
+    /// How often a waiting segment looks whether its download is pausing.
+    static let slice: Duration = .milliseconds(5)
 }
 
 extension Duration {

@@ -73,6 +73,9 @@ struct DaemonTLSTests {
         #expect(!proxied.stdout.contains("s3cretpw") && proxied.stdout.contains("<redacted>@127.0.0.1:9"), "\(proxied.stdout)")
         #expect(proxied.stdout.contains("\"via_proxy\":\"http:\\/\\/fleet:<redacted>@127.0.0.1:9\"")
             || proxied.stdout.contains("\"via_proxy\":\"http://fleet:<redacted>@127.0.0.1:9\""), "\(proxied.stdout)")
+        // The job's own `proxy` is shown the same way as `via_proxy` (issue 23: they differed).
+        let shown = try JSONSerialization.jsonObject(with: Data(proxied.stdout.utf8)) as? [String: Any]
+        #expect((shown?["job"] as? [String: Any])?["proxy"] as? String == shown?["via_proxy"] as? String, "\(proxied.stdout)")
         #expect(!(try daemon.cli(["list", "--json"]).stdout.contains("s3cretpw")))
         // Root may use the same file for its own job.
         let mine = try daemon.cli(["add", "https://127.0.0.1:9/y.bin", "-o", rootOnly.appendingPathComponent("y.bin").path,

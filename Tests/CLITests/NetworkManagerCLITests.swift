@@ -62,7 +62,7 @@ import Testing
                 func job() -> [String: Any] {
                     let status = try? BinaryRun.run(["status", id, "--json", "--socket", socket])
                     let object = status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) } as? [String: Any]
-                    return ((object?["status"] as? [String: Any])?["job"] as? [String: Any]) ?? [:]
+                    return (object?["job"] as? [String: Any]) ?? [:]
                 }
                 #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
                 // NetworkManager marks the link metered; the kernel sees no change at all.

@@ -40,6 +40,21 @@ import Testing
         #expect(run.stderr.contains("needs root") && run.stderr.contains("sudo"))
     }
 
+    /// policy.md: a policy with errors exits 78 (EX_CONFIG), as daemon and demo do, before any namespace
+    /// is made; a missing policy file too.
+    @Test(.needsKernel, arguments: ["bad", "missing"])
+    func labWithABadPolicyExits78(_ kind: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabpolicy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let policy = directory.appendingPathComponent("policy.yaml").path
+        if kind == "bad" { try "version: 1\nrules:\n  - { name: a, when: { metered: maybe }, action: run }\n".write(toFile: policy, atomically: true, encoding: .utf8) }
+        let run = try BinaryRun.run(["lab", RepoPaths.file("scenarios/commute.yaml"), "--policy", policy], executable: binary)
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains(policy), "\(run.stderr)")
+        #expect(!run.stderr.contains("Usage:"), "\(run.stderr)")
+    }
+
     @Test(.needsKernel) func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
         let scenario = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabcli-\(getpid()).yaml").path
         try """
@@ -52,9 +67,17 @@ import Testing
               - { at: 200ms, primary: wlan0 }
             """.write(toFile: scenario, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: scenario) }
+        // What a SIGKILLed lab left: its work directory, a partial file inside. No process has this pid (it
+        // is above any pid_max), so the next lab removes it and says so.
+        let stale = FileManager.default.temporaryDirectory.appendingPathComponent("meterwise-lab-2147483646").path
+        try FileManager.default.createDirectory(atPath: stale, withIntermediateDirectories: true)
+        try Data(count: 4096).write(to: URL(fileURLWithPath: stale + "/lab.bin.part"))
+        defer { try? FileManager.default.removeItem(atPath: stale) }
         let run = try BinaryRun.run(["lab", scenario, "--downloader", "get", "--size", "2MiB", "--json"],
                                     executable: binary)
         #expect(run.status == 0, "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: stale), "the dead lab's \(stale) is still there")
+        #expect(run.stderr.contains("lab: removed \(stale) left by a lab that died (pid 2147483646)"), "\(run.stderr)")
         // The JSON contract (docs/api.md): every line, events and summary, has snake_case keys only.
         #expect(SnakeCase.violations(inLines: run.stdout, source: "lab --json").isEmpty,
                 "\(SnakeCase.violations(inLines: run.stdout, source: "lab --json"))")

@@ -124,6 +124,26 @@ struct ResumeDecisionTests {
         #expect(action == .discard(.damagedCheckpoint))
     }
 
+    /// The stored destination is the whole path; one of an earlier release holds the path as typed
+    /// (relative), and sits beside the partial file in the destination's directory: only its name counts.
+    @Test(arguments: [
+        ("/data/g", "/data/g", true),
+        ("/data/g", "/other/g", false),
+        ("/data/g", "/data/h", false),
+        ("g", "/data/g", true),
+        ("sub/g", "/data/sub/g", true),
+        ("./g", "/data/g", true),
+        ("g", "/data/h", false),
+        ("", "/data/g", false),
+    ])
+    func storedDestinationsMatch(_ stored: String, _ destination: String, _ resumes: Bool) {
+        var cp = Self.checkpoint()
+        cp.destination = stored
+        let action = ResumeDecision.decide(
+            checkpoint: cp, unreadable: false, url: "http://h/f", destination: destination, resumeUnvalidated: false)
+        #expect(action == (resumes ? .resume(cp) : .discard(.damagedCheckpoint)), "\(stored) for \(destination)")
+    }
+
     /// A checkpoint is a file anyone may have edited: numbers that would overflow are refused, not computed.
     @Test(arguments: [
         (Int64.max - 10, Int64(50), Int64(1 << 20)),

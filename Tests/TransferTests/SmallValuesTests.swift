@@ -91,6 +91,22 @@ struct RedactedURLTests {
     func redacts(_ url: String, _ expected: String) {
         #expect(RedactedURL.redact(url) == expected)
     }
+
+    /// A proxy keeps its user and loses its password, the same as `ProxyServer.description` shows it.
+    @Test(arguments: [
+        ("http://fleet:s3cret@127.0.0.1:9", "http://fleet:<redacted>@127.0.0.1:9"),
+        ("http://us@er:pw@proxy:8080", "http://us@er:<redacted>@proxy:8080"),
+        ("http://fleet@proxy:8080", "http://fleet@proxy:8080"),
+        ("socks5://a:b:c@p:1080/x", "socks5://a:<redacted>@p:1080/x"),
+        ("proxy:3128", "proxy:3128"),
+        ("", ""),
+    ])
+    func proxiesKeepTheirUser(_ url: String, _ expected: String) throws {
+        #expect(RedactedURL.withoutPassword(url) == expected)
+        if url.hasPrefix("http://") {
+            #expect(try ProxyServer.parse(url, origin: "t").description == expected)
+        }
+    }
 }
 
 struct RedirectPolicyTests {
