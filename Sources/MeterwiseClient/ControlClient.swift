@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import Synchronization
 
 /// Talks to the daemon's control API over its Unix socket: what `meterwise add|list|status|...` use, and
 /// what a Swift program uses to queue downloads or follow the daemon's events.
@@ -41,8 +42,9 @@ public struct ControlClient: Sendable {
         }
     }
 
-    /// Sends a request; returns the HTTP status and the body.
-    public func request(_ method: HTTPMethod, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+    /// Sends a request; returns the HTTP status and the body (the whole exchange within `timeout`).
+    public func request(_ method: HTTPMethod, _ path: String, body: Data? = nil,
+                        timeout: Duration = .seconds(30)) async throws -> (Int, Data) {
         try checkSocket()
         var request = HTTPClientRequest(url: base + path)
         request.method = method
@@ -51,7 +53,7 @@ public struct ControlClient: Sendable {
             request.body = .bytes(ByteBuffer(data: body))
         }
         do {
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let response = try await HTTPClient.shared.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
             let bytes = try await response.body.collect(upTo: 64 << 20)
             return (Int(response.status.code), Data(buffer: bytes))
         } catch {
@@ -62,8 +64,9 @@ public struct ControlClient: Sendable {
     }
 
     /// Sends a request and decodes a 2xx JSON answer; an error answer becomes the daemon's message.
-    public func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, as: T.Type) async throws -> (T, Data) {
-        let (status, data) = try await request(method, path, body: body)
+    public func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, as: T.Type,
+                                   timeout: Duration = .seconds(30)) async throws -> (T, Data) {
+        let (status, data) = try await request(method, path, body: body, timeout: timeout)
         guard (200..<300).contains(status) else {
             let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
                 ?? String(decoding: data, as: UTF8.self)
@@ -73,32 +76,79 @@ public struct ControlClient: Sendable {
     }
 
     /// The event stream, one decoded event per line, until the daemon closes it. `query` (e.g.
-    /// `tags=apt&size=1000`) adds the `decision` events of that question.
+    /// `tags=apt&size=1000`) adds the `decision` events of that question. The stream has no read timeout:
+    /// the daemon's `keepalive` events (consumed here, never handed on) say it is there, and a stream silent
+    /// for `StreamLiveness.misses` of their intervals throws a `ClientError`: the daemon is gone or stuck.
     public func events(query: String = "", _ handle: (ControlAPI.EventBody) -> Void) async throws {
         try checkSocket()
         let request = HTTPClientRequest(url: base + "/v1/events" + (query.isEmpty ? "" : "?" + query))
-        let response: HTTPClientResponse
-        do {
-            response = try await HTTPClient.shared.execute(request, timeout: .hours(24 * 365))
-        } catch {
-            throw ClientError(message: "cannot reach the daemon at \(socketPath): is `meterwise daemon` running?", status: 0)
-        }
-        guard response.status == .ok else {
-            let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
-            let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
-                ?? String(decoding: data.prefix(500), as: UTF8.self)
-            throw ClientError(message: message, status: Int(response.status.code))
-        }
-        var pending = Data()
-        for try await buffer in response.body {
-            pending.append(Data(buffer: buffer))
-            while let newline = pending.firstIndex(of: 0x0A) {
-                let line = pending[pending.startIndex..<newline]
-                pending = Data(pending[(newline + 1)...])
-                if let event = try? ControlAPI.decoder().decode(ControlAPI.EventBody.self, from: line) { handle(event) }
+        let socketPath = self.socketPath
+        let (pieces, feed) = AsyncThrowingStream.makeStream(of: ByteBuffer.self)
+        // When the last bytes came, and how long the stream may be silent (the head's timeout until it is in).
+        let heard = Mutex((at: ContinuousClock.now, liveness: StreamLiveness(interval: StreamLiveness.headTimeout / StreamLiveness.misses)))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                let response: HTTPClientResponse
+                do {
+                    response = try await Self.streamingClient.execute(request, deadline: .distantFuture)
+                } catch {
+                    feed.finish(throwing: ClientError(
+                        message: "cannot reach the daemon at \(socketPath): is `meterwise daemon` running? [\(error)]", status: 0))
+                    return
+                }
+                guard response.status == .ok else {
+                    let data = (try? await response.body.collect(upTo: 1 << 20)).map { Data(buffer: $0) } ?? Data()
+                    let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
+                        ?? String(decoding: data.prefix(500), as: UTF8.self)
+                    feed.finish(throwing: ClientError(message: message, status: Int(response.status.code)))
+                    return
+                }
+                let liveness = StreamLiveness(header: response.headers.first(name: "Meterwise-Keepalive"))
+                heard.withLock { $0 = (ContinuousClock.now, liveness) }
+                do {
+                    for try await buffer in response.body {
+                        heard.withLock { $0.at = ContinuousClock.now }
+                        feed.yield(buffer)
+                    }
+                    feed.finish()
+                } catch {
+                    feed.finish(throwing: ClientError(message: "lost the daemon's event stream at \(socketPath): \(error)", status: 0))
+                }
+            }
+            group.addTask {
+                while true {
+                    let (at, liveness) = heard.withLock { $0 }
+                    let silence = ContinuousClock.now - at
+                    if liveness.isLost(after: silence) {
+                        feed.finish(throwing: ClientError(
+                            message: "the daemon at \(socketPath) sent nothing for \(StreamLiveness.text(silence)) "
+                                + "(its keep-alive comes every \(StreamLiveness.text(liveness.interval))): it is gone or stuck",
+                            status: 0))
+                        return
+                    }
+                    try await Task.sleep(for: liveness.nextLook(after: silence))
+                }
+            }
+            defer { group.cancelAll() }
+            var pending = Data()
+            for try await buffer in pieces {
+                pending.append(Data(buffer: buffer))
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = pending[pending.startIndex..<newline]
+                    pending = Data(pending[(newline + 1)...])
+                    guard let event = try? ControlAPI.decoder().decode(ControlAPI.EventBody.self, from: line),
+                          event.event != "keepalive"
+                    else { continue }
+                    handle(event)
+                }
             }
         }
     }
+
+    /// The client for event streams: no read timeout (a quiet stream is normal; `StreamLiveness` judges it).
+    static let streamingClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: nil)))
 }
 
 /// The daemon refused a request (the message is the daemon's, it says what to fix), or it could not be
