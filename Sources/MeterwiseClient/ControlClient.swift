@@ -85,7 +85,7 @@ public struct ControlClient: Sendable {
         let socketPath = self.socketPath
         let (pieces, feed) = AsyncThrowingStream.makeStream(of: ByteBuffer.self)
         // When the last bytes came, and how long the stream may be silent (the head's timeout until it is in).
-        let heard = Mutex((at: ContinuousClock.now, liveness: StreamLiveness(interval: StreamLiveness.headTimeout / StreamLiveness.misses)))
+        let heard = LastHeard(liveness: StreamLiveness(interval: StreamLiveness.headTimeout / StreamLiveness.misses))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 let response: HTTPClientResponse
@@ -104,20 +104,22 @@ public struct ControlClient: Sendable {
                     return
                 }
                 let liveness = StreamLiveness(header: response.headers.first(name: "Meterwise-Keepalive"))
-                heard.withLock { $0 = (ContinuousClock.now, liveness) }
+                heard.state.withLock { $0 = (ContinuousClock.now, liveness) }
                 do {
                     for try await buffer in response.body {
-                        heard.withLock { $0.at = ContinuousClock.now }
+                        heard.state.withLock { $0.at = ContinuousClock.now }
                         feed.yield(buffer)
                     }
                     feed.finish()
                 } catch {
-                    feed.finish(throwing: ClientError(message: "lost the daemon's event stream at \(socketPath): \(error)", status: 0))
+                    feed.finish(throwing: ClientError(
+                        message: "the daemon's event stream at \(socketPath) broke off (the daemon stopped or restarted): \(error)",
+                        status: 0))
                 }
             }
             group.addTask {
                 while true {
-                    let (at, liveness) = heard.withLock { $0 }
+                    let (at, liveness) = heard.state.withLock { $0 }
                     let silence = ContinuousClock.now - at
                     if liveness.isLost(after: silence) {
                         feed.finish(throwing: ClientError(
@@ -149,6 +151,15 @@ public struct ControlClient: Sendable {
     static let streamingClient = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
         configuration: HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: nil)))
+}
+
+/// When an event stream's last bytes came, and how long it may stay silent.
+final class LastHeard: Sendable {
+    let state: Mutex<(at: ContinuousClock.Instant, liveness: StreamLiveness)>
+
+    init(liveness: StreamLiveness) {
+        state = Mutex((ContinuousClock.now, liveness))
+    }
 }
 
 /// The daemon refused a request (the message is the daemon's, it says what to fix), or it could not be
