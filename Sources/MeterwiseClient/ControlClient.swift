@@ -105,6 +105,7 @@ public struct ControlClient: Sendable {
                 }
                 let liveness = StreamLiveness(header: response.headers.first(name: "Meterwise-Keepalive"))
                 heard.state.withLock { $0 = (ContinuousClock.now, liveness) }
+                heard.headIn.withLock { $0 = true }
                 do {
                     for try await buffer in response.body {
                         heard.state.withLock { $0.at = ContinuousClock.now }
@@ -128,7 +129,9 @@ public struct ControlClient: Sendable {
                             status: 0))
                         return
                     }
-                    try await Task.sleep(for: liveness.nextLook(after: silence))
+                    // Until the head is in, its interval is unknown: look again soon, so a short one is kept.
+                    let headIn = heard.headIn.withLock { $0 }
+                    try await Task.sleep(for: headIn ? liveness.nextLook(after: silence) : min(liveness.nextLook(after: silence), .milliseconds(50)))
                 }
             }
             defer { group.cancelAll() }
@@ -156,6 +159,8 @@ public struct ControlClient: Sendable {
 /// When an event stream's last bytes came, and how long it may stay silent.
 final class LastHeard: Sendable {
     let state: Mutex<(at: ContinuousClock.Instant, liveness: StreamLiveness)>
+    /// The response's head came, with the daemon's interval.
+    let headIn = Mutex(false)
 
     init(liveness: StreamLiveness) {
         state = Mutex((ContinuousClock.now, liveness))

@@ -30,8 +30,9 @@ import TestSupport
 
         var text: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
 
+        /// SIGKILL: a child of the test process inherits its blocked signals, SIGTERM included.
         func stop() {
-            if process.isRunning { process.terminate() }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
     }
@@ -46,7 +47,7 @@ import TestSupport
         let stream = try CurlStream(socket: daemon.socket, output: directory.appendingPathComponent("events").path, headers: true)
         defer { stream.stop() }
         let watch = try LineCollector([RepoPaths.binary, "watch", "--json", "--socket", daemon.socket])
-        defer { watch.stop() }
+        defer { kill(watch.process.processIdentifier, SIGKILL); watch.stop() }
         // Nothing happens on this scenario after its first step: 3 s is fifteen intervals of quiet.
         #expect(await eventually(timeout: .seconds(3)) { stream.text.components(separatedBy: "\"keepalive\"").count > 10 },
                 "\(stream.text)")
@@ -76,11 +77,12 @@ import TestSupport
         run.standardError = FileHandle(forWritingAtPath: log)
         run.standardOutput = FileHandle.nullDevice
         try run.run()
-        defer { if run.isRunning { run.terminate(); run.waitUntilExit() } }
+        defer { if run.isRunning { kill(run.processIdentifier, SIGKILL); run.waitUntilExit() } }
         func child() -> Int32? { (try? String(contentsOfFile: marker, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } }
         func stderr() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
         #expect(await eventually { child() != nil }, "the command did not start: \(stderr())")
         let pid = try #require(child())
+        defer { kill(-pid, SIGCONT); kill(-pid, SIGKILL) }
         // Quiet for ten keep-alive intervals: still followed, still running.
         try await Task.sleep(for: .seconds(2))
         #expect(run.isRunning && RunCommandTests.state(pid) != "T", "\(stderr())")
@@ -116,7 +118,7 @@ import TestSupport
         }
         // And a watcher, as `meterwise watch` holds one.
         let watch = try LineCollector([RepoPaths.binary, "watch", "--json", "--socket", daemon.socket])
-        defer { watch.stop() }
+        defer { kill(watch.process.processIdentifier, SIGKILL); watch.stop() }
         #expect(await eventually(timeout: .seconds(20)) { streams.allSatisfy { $0.text.contains("\"links\"") } },
                 "not every stream started")
         #expect(await watch.waitForLine { $0.contains("\"links\"") } != nil)
