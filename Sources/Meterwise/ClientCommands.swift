@@ -180,7 +180,8 @@ struct CancelCommand: AsyncParsableCommand {
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch", abstract: "Follow the daemon: link changes, decisions, progress.",
-        discussion: "Runs until interrupted; exits 1 when the daemon goes away (its stream ends, or brings no keep-alive for three intervals: docs/api.md).")
+        discussion: "Runs until interrupted; exits 1 when the daemon goes away (its stream ends, or brings no keep-alive "
+            + "for three intervals: docs/api.md).")
 
     @OptionGroup var client: ClientOptions
 
