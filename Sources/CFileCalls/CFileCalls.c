@@ -82,6 +82,128 @@ uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length) {
     return value;
 }
 
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+
+int mw_sock_diag_open(int destroyed) {
+    int type = SOCK_RAW | SOCK_CLOEXEC | (destroyed ? SOCK_NONBLOCK : 0);
+    int fd = socket(AF_NETLINK, type, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -errno;
+    if (destroyed) {
+        struct sockaddr_nl address = {.nl_family = AF_NETLINK};
+        address.nl_groups = (1u << (SKNLGRP_INET_TCP_DESTROY - 1)) | (1u << (SKNLGRP_INET6_TCP_DESTROY - 1));
+        int size = 1 << 20;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+        if (bind(fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
+            int error = errno;
+            close(fd);
+            return -error;
+        }
+    }
+    return fd;
+}
+
+static int mw_has(const uint64_t *values, size_t count, uint64_t value) {
+    if (value == 0) return 0;
+    for (size_t i = 0; i < count; i++)
+        if (values[i] == value) return 1;
+    return 0;
+}
+
+/// The socket a sock_diag message describes; 0 when the message is not one.
+static int mw_tcp_socket_of(const struct nlmsghdr *header, struct mw_tcp_socket *socket) {
+    if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY || header->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return 0;
+    const struct inet_diag_msg *message = NLMSG_DATA(header);
+    socket->cookie = (uint64_t)message->id.idiag_cookie[0] | ((uint64_t)message->id.idiag_cookie[1] << 32);
+    socket->inode = message->idiag_inode;
+    socket->bytes_received = 0;
+    size_t offset = NLMSG_ALIGN(sizeof(struct inet_diag_msg));
+    size_t end = header->nlmsg_len - NLMSG_HDRLEN;
+    while (offset + sizeof(struct nlattr) <= end) {
+        const struct nlattr *attribute = (const struct nlattr *)((const char *)message + offset);
+        if (attribute->nla_len < sizeof(struct nlattr) || offset + attribute->nla_len > end) break;
+        if ((attribute->nla_type & NLA_TYPE_MASK) == INET_DIAG_INFO) {
+            struct mw_tcp_info info;
+            unsigned length = attribute->nla_len - NLA_HDRLEN;
+            if (length > sizeof(info.raw)) length = sizeof(info.raw);
+            memcpy(info.raw, (const char *)attribute + NLA_HDRLEN, length);
+            socket->bytes_received = mw_tcp_bytes_received(&info, length);
+        }
+        offset += NLA_ALIGN(attribute->nla_len);
+    }
+    return 1;
+}
+
+int mw_sock_diag_dump(int fd, int family, const uint64_t *inodes, size_t inode_count, const uint64_t *cookies,
+                      size_t cookie_count, struct mw_tcp_socket *out, size_t capacity) {
+    struct {
+        struct nlmsghdr header;
+        struct inet_diag_req_v2 request;
+    } query = {0};
+    query.header.nlmsg_len = sizeof(query);
+    query.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    query.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    query.request.sdiag_family = (uint8_t)family;
+    query.request.sdiag_protocol = IPPROTO_TCP;
+    query.request.idiag_ext = 1 << (INET_DIAG_INFO - 1);
+    // Every state but LISTEN (no bytes) and TIME_WAIT (no tcp_info; its bytes were reported as it was destroyed).
+    query.request.idiag_states = ~((1u << 10) | (1u << 6));
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    if (sendto(fd, &query, sizeof(query), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) return -errno;
+    static __thread char buffer[1 << 16];
+    size_t written = 0;
+    for (;;) {
+        ssize_t received = recv(fd, buffer, sizeof(buffer), 0);
+        if (received < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (received == 0) return (int)written;
+        int length = (int)received;
+        for (struct nlmsghdr *header = (struct nlmsghdr *)buffer; NLMSG_OK(header, length);
+             header = NLMSG_NEXT(header, length)) {
+            if (header->nlmsg_type == NLMSG_DONE) return (int)written;
+            if (header->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *error = NLMSG_DATA(header);
+                return error->error < 0 ? error->error : -EIO;
+            }
+            struct mw_tcp_socket socket;
+            if (!mw_tcp_socket_of(header, &socket)) continue;
+            if (written < capacity && (mw_has(inodes, inode_count, socket.inode) || mw_has(cookies, cookie_count, socket.cookie)))
+                out[written++] = socket;
+        }
+    }
+}
+
+int mw_sock_diag_destroyed(int fd, const uint64_t *cookies, size_t cookie_count, struct mw_tcp_socket *out,
+                           size_t capacity, int *dropped) {
+    static __thread char buffer[1 << 16];
+    size_t written = 0;
+    *dropped = 0;
+    for (;;) {
+        ssize_t received = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+        if (received < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ENOBUFS) {
+                *dropped = 1;
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return (int)written;
+            return -errno;
+        }
+        int length = (int)received;
+        for (struct nlmsghdr *header = (struct nlmsghdr *)buffer; NLMSG_OK(header, length);
+             header = NLMSG_NEXT(header, length)) {
+            struct mw_tcp_socket socket;
+            if (!mw_tcp_socket_of(header, &socket)) continue;
+            if (written < capacity && mw_has(cookies, cookie_count, socket.cookie)) out[written++] = socket;
+        }
+    }
+}
+
 #include <malloc.h>
 
 void mw_tune_malloc(int trim_threshold, int mmap_threshold, int arenas) {

@@ -14,22 +14,30 @@ import NIOPosix
 /// talk to the daemon; every request carries its asker's uid (SO_PEERCRED). `bind()` creates it;
 /// `serve(_:)` answers until its task is cancelled, then removes the socket file if it is still its own.
 /// Each user may hold `ConnectionCount.perUser` connections; a connection that sends nothing for
-/// `idleTimeout` is closed (event streams excepted).
+/// `idleTimeout` is closed (event streams excepted: they carry a `keepalive` event every `keepalive`
+/// instead, so a client can tell a quiet daemon from a lost one). Cancelling `serve` closes every
+/// connection at once, event streams included.
 public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.Instant: Sendable {
     public let path: String
     public let group: String?
     let router: ControlRouter<C>
     let logger: Logger
+    /// How often an event stream carries a `keepalive` event (announced in its `Meterwise-Keepalive` header).
+    public let keepalive: Duration
     let connections = ConnectionCount()
     /// The published socket's device and inode, to remove only it at the end.
     let published = PublishedSocket()
     static var idleTimeout: TimeAmount { .seconds(30) }
     static var idleHandlerName: String { "meterwise.idle" }
 
-    public init(path: String, group: String? = nil, engine: Engine<C>,
+    /// The default interval of an event stream's `keepalive` events.
+    public static var defaultKeepalive: Duration { .seconds(15) }
+
+    public init(path: String, group: String? = nil, engine: Engine<C>, keepalive: Duration = Self.defaultKeepalive,
                 logger: Logger = Logger(label: "meterwise.api")) {
         self.path = path
         self.group = group
+        self.keepalive = keepalive
         self.router = ControlRouter(engine: engine)
         self.logger = logger
     }
@@ -132,13 +140,19 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                         if request.method == .GET && ControlRouter<C>.pathOf(request.uri) == "/v1/events" {
                             // A watcher may stay quiet for hours: no idle timeout from here on.
                             try? await connection.channel.pipeline.removeHandler(name: Self.idleHandlerName).get()
-                            // Ends when the client goes away, even if no event is ever written to notice it.
-                            let closed = connection.channel.closeFuture
-                            await withTaskGroup(of: Void.self) { group in
-                                group.addTask { try? await self.streamEvents(outbound, head: request, asker: asker) }
-                                group.addTask { try? await closed.get() }
-                                await group.next()
-                                group.cancelAll()
+                            // Ends when the client goes away, even if no event is ever written to notice it, and
+                            // at once when the server stops: the channel is closed, which ends the wait and any write.
+                            let channel = connection.channel
+                            await withTaskCancellationHandler {
+                                await withTaskGroup(of: Void.self) { group in
+                                    group.addTask { try? await self.streamEvents(outbound, head: request, asker: asker) }
+                                    group.addTask { try? await channel.closeFuture.get() }
+                                    await group.next()
+                                    group.cancelAll()
+                                    channel.close(promise: nil)
+                                }
+                            } onCancel: {
+                                channel.close(promise: nil)
                             }
                             return
                         }
@@ -182,6 +196,7 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-ndjson")
         headers.add(name: "Transfer-Encoding", value: "chunked")
+        headers.add(name: "Meterwise-Keepalive", value: Self.seconds(keepalive))
         try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)))
         let engine = router.engine
         if question != nil { await engine.noteQuestion() }
@@ -200,6 +215,15 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                     }
                 }
             }
+            let keepalive = self.keepalive
+            group.addTask {
+                // A quiet stream is the normal case (links change rarely): this line tells the client that the
+                // daemon is still there, so it needs no read timeout and notices a daemon that is gone.
+                while true {
+                    try await Task.sleep(for: keepalive)
+                    try await line(ControlAPI.EventBody(event: "keepalive"))
+                }
+            }
             group.addTask {
                 for await event in events {
                     guard let body = ControlAPI.body(for: event) else { continue }
@@ -212,6 +236,13 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
             group.cancelAll()
         }
         try await outbound.write(.end(nil))
+    }
+
+    /// The keep-alive interval as the header gives it: seconds, with a fraction when there is one ("15", "0.5").
+    static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = attoseconds / 1_000_000_000_000_000
+        return milliseconds == 0 ? "\(seconds)" : "\(seconds).\(String(format: "%03d", Int(milliseconds)))"
     }
 }
 

@@ -27,7 +27,8 @@ struct CheckCommand: AsyncParsableCommand {
 
     @Flag(help: ArgumentHelp(
         "Keep answering: one line on stdout each time the answer changes (JSON with --json), until interrupted.",
-        discussion: "Needs the daemon (its event stream, GET /v1/events?tags=...): for a long-running program that pauses itself."))
+        discussion: "Needs the daemon (its event stream, GET /v1/events?tags=...): for a long-running program that pauses "
+            + "itself. Exits 2 when the daemon goes away (its stream ends, or brings no keep-alive for three intervals)."))
     var watch = false
 
     @Option(help: "The daemon's control socket to ask (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")

@@ -207,7 +207,9 @@ struct CancelCommand: AsyncParsableCommand {
 /// `meterwise watch`: live progress, link changes and decisions from the daemon.
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "watch", abstract: "Follow the daemon: link changes, decisions, progress.")
+        commandName: "watch", abstract: "Follow the daemon: link changes, decisions, progress.",
+        discussion: "Runs until interrupted; exits 1 when the daemon goes away (its stream ends, or brings no keep-alive "
+            + "for three intervals: docs/api.md).")
 
     @OptionGroup var client: ClientOptions
 

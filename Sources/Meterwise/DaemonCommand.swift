@@ -82,6 +82,19 @@ struct DaemonCommand: AsyncParsableCommand {
         valueName: "path"))
     var metricsTextfile: String?
 
+    @Option(help: ArgumentHelp(
+        "How often an event stream carries a keepalive event, e.g. 15s or 500ms.",
+        discussion: "Clients of GET /v1/events take a stream with no line for three intervals as a lost daemon (docs/api.md).",
+        valueName: "duration"))
+    var keepalive: String = "15s"
+
+    /// `--keepalive` as a duration; nil when it is not one from 100 ms to 1 h.
+    var keepaliveInterval: Duration? {
+        guard let interval = Units.parseDuration(keepalive), interval >= .milliseconds(100), interval <= .seconds(3600)
+        else { return nil }
+        return interval
+    }
+
     /// The exit status when link monitoring failed for good (EX_UNAVAILABLE): non-zero, so that systemd's
     /// `Restart=on-failure` starts the daemon again.
     static let linkMonitorExitStatus: Int32 = 69
@@ -105,6 +118,9 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         guard retentionPeriod != nil else {
             throw ValidationError("--retention \(retention) is not a duration: use e.g. 7d, 12h, 30m, or 0 to keep finished jobs.")
+        }
+        guard keepaliveInterval != nil else {
+            throw ValidationError("--keepalive \(keepalive) is not a duration from 100ms to 1h: use e.g. 15s")
         }
         try ArgumentLimits.checkSpeed(speed)
         if let metricsListen {
@@ -167,7 +183,8 @@ struct DaemonCommand: AsyncParsableCommand {
         let notifier = SystemdNotifier()
         var services: [any Service] = [
             EngineService(engine: engine),
-            ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine)),
+            ControlService(server: ControlServer(path: socketPath, group: self.group, engine: engine,
+                                                  keepalive: keepaliveInterval ?? ControlServer<ScaledClock>.defaultKeepalive)),
             PolicyReloadService(engine: engine, source: policySource, logger: logger, notifier: notifier, sighup: sighup),
             NotifyService(engine: engine, notifier: notifier),
         ]

@@ -18,12 +18,13 @@ struct RunCommand: AsyncParsableCommand {
         abstract: "Run a download command under the policy: started when allowed, stopped and continued as the links change.",
         discussion: """
             When the daemon runs, its answer is followed (its live links, budgets and policy: the event \
-            stream's decision events) and the bytes the command reads are counted against the policy's \
-            budgets, from /proc/PID/io (rchar of every process in the command's group, reported every 2 s). \
-            Without a daemon (or with --local) the links come from the kernel (and NetworkManager when it \
+            stream's decision events) and the bytes the command receives are counted against the policy's \
+            budgets: the kernel's bytes_received of every TCP socket of the command's processes (sock_diag, \
+            as ss -ti; reported every 2 s). When the daemon is lost (its stream closes, or no keep-alive \
+            comes), the command is stopped until the daemon answers again. Without a daemon (or with --local) the links come from the kernel (and NetworkManager when it \
             runs), event-driven, and budgets count as unused. SIGINT and SIGTERM are passed to the \
-            command. Exit status: the command's; 2 on a bad value, a policy error, or a named --socket \
-            that does not answer.
+            command. Exit status: the command's; 127 when the command is not found, 126 when it cannot be \
+            run; 2 on a bad value, a policy error, or a named --socket that does not answer.
             """)
 
     @OptionGroup var question: DownloadQuestion
@@ -51,6 +52,10 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let problem = ChildGroup.lookUp(command[0]) {
+            note(problem.message)
+            throw ExitCode(problem.status)
+        }
         guard let job = question.job(id: "run") else { throw failure(question.sizeProblem) }
         if !local, let daemon = try await daemonClient(for: job) {
             throw ExitCode(try await supervise(job: job, source: .daemon(daemon)))
@@ -106,38 +111,71 @@ struct RunCommand: AsyncParsableCommand {
             case .daemon(let client):
                 let query = DownloadQuestion.query(job)
                 group.addTask {
-                    do {
-                        try await client.events(query: query) { event in
-                            guard event.event == "decision", event.job == nil, let action = event.action else { return }
-                            wake.yield(.answer(Answer(action: action, rule: event.rule, reason: event.reason,
-                                                      allowedLinks: event.allowedLinks ?? [])))
+                    // Followed for as long as the command runs: a lost daemon is asked again, 0.25 s after
+                    // the loss, then backing off to 5 s; the command is held meanwhile (below).
+                    var delay = Duration.milliseconds(250)
+                    while true {
+                        do {
+                            try await client.events(query: query) { event in
+                                guard event.event == "decision", event.job == nil, let action = event.action else { return }
+                                delay = .milliseconds(250)
+                                wake.yield(.answer(Answer(action: action, rule: event.rule, reason: event.reason,
+                                                          allowedLinks: event.allowedLinks ?? [])))
+                            }
+                            wake.yield(.daemonGone("the daemon closed its event stream"))
+                        } catch {
+                            wake.yield(.daemonGone("\(error)"))
                         }
-                        wake.yield(.daemonGone("the daemon closed its event stream"))
-                    } catch {
-                        wake.yield(.daemonGone("\(error)"))
+                        try await Task.sleep(for: delay)
+                        delay = min(delay * 2, .seconds(5))
                     }
                 }
                 group.addTask {
-                    while !Task.isCancelled {
+                    while true {
                         try await Task.sleep(for: Self.reportInterval)
                         wake.yield(.count)
+                    }
+                }
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: CommandTraffic.lookInterval)
+                        wake.yield(.look)
                     }
                 }
             }
             var snapshot: LinkSnapshot?
             var timer: Task<Void, Never>?
-            var io: ProcessGroupIO?
+            var traffic: CommandTraffic?
+            /// Bytes counted and not yet taken by the daemon (it may be away for a while).
+            var unreported: UInt64 = 0
+            var following = true
             defer { timer?.cancel(); group.cancelAll() }
 
-            /// Reports what the command read since the last report; the daemon answers for the question.
-            func count() async -> Answer? {
-                guard case .daemon(let client) = source, child.pid != 0 else { return nil }
-                if io?.group != child.pid { io = ProcessGroupIO(group: child.pid) }
-                guard let bytes = io?.newBytes(), bytes > 0,
-                      let body = try? ControlAPI.encoder().encode(ControlAPI.UsageBody(bytes: bytes)),
+            /// The command's sockets, following the command across restarts (its old sockets' ends still count).
+            func tally() -> CommandTraffic? {
+                guard case .daemon = source, child.pid != 0 else { return traffic }
+                if let traffic {
+                    traffic.group = child.pid
+                } else {
+                    let made = CommandTraffic(group: child.pid)
+                    if let problem = made.problem { note(problem) }
+                    traffic = made
+                }
+                return traffic
+            }
+
+            /// Reports what the command received since the last report; the daemon answers for the question.
+            func report(_ bytes: UInt64) async -> Answer? {
+                guard case .daemon(let client) = source else { return nil }
+                unreported = CommandTraffic.adding(unreported, bytes)
+                guard unreported > 0 else { return nil }
+                // The API takes up to 2^40 bytes a report; the rest waits for the next one.
+                let now = min(unreported, 1 << 40)
+                guard let body = try? ControlAPI.encoder().encode(ControlAPI.UsageBody(bytes: Int64(now))),
                       let (answer, _) = try? await client.call(.POST, "/v1/usage?" + DownloadQuestion.query(job), body: body,
-                                                               as: ControlAPI.DecisionBody.self)
+                                                               as: ControlAPI.DecisionBody.self, timeout: Self.reportInterval)
                 else { return nil }
+                unreported -= now
                 return Answer(action: answer.action, rule: answer.rule, reason: answer.reasons.first,
                               allowedLinks: answer.allowedLinks)
             }
@@ -150,16 +188,30 @@ struct RunCommand: AsyncParsableCommand {
                 case .time:
                     break
                 case .answer(let next):
+                    if !following { note("the daemon answers again; following it") }
+                    following = true
                     answer = next
+                case .look:
+                    if let traffic = tally() { unreported = CommandTraffic.adding(unreported, traffic.look()) }
+                    continue
                 case .count:
-                    guard let counted = await count() else { continue }
+                    guard let counted = await report(tally()?.count() ?? 0) else { continue }
                     answer = counted
+                    if !following {
+                        // The daemon answers again; its stream follows (its first event is the answer).
+                        continue
+                    }
                 case .daemonGone(let why):
-                    // The child keeps its state; the answer is no longer followed.
-                    note("stopped following the daemon (\(why)); the command is left as it is")
+                    // Never unsupervised: the command is held until the daemon's stream answers again.
+                    let held = child.hold()
+                    if following || held != nil {
+                        note("lost the daemon (\(why)); " + (held.map { $0 + " until it answers again" }
+                            ?? "the command waits until it answers again"))
+                    }
+                    following = false
                     continue
                 case .reap:
-                    _ = await count()
+                    if child.pid != 0, let traffic = tally() { _ = await report(await traffic.finish()) }
                     if let status = child.reap() { return status }
                     continue
                 case .signal(let number):
@@ -206,6 +258,7 @@ struct RunCommand: AsyncParsableCommand {
         case answer(Answer)
         case time
         case count
+        case look
         case daemonGone(String)
         case reap
         case signal(Int32)
@@ -310,8 +363,56 @@ struct ChildGroup {
         var pid: pid_t = 0
         let result = posix_spawnp(&pid, command[0], nil, &attributes, &argv, environ)
         guard result == 0 else {
-            throw ValidationError("cannot run \(command[0]): \(String(cString: strerror(result)))")
+            let problem = LaunchProblem(command: command[0], errno: result)
+            FileHandle.standardError.write(Data(("meterwise run: " + problem.message + "\n").utf8))
+            throw ExitCode(problem.status)
         }
         return pid
+    }
+
+    /// Why `command` cannot be run, as a shell would say it (127: not found; 126: found, not runnable);
+    /// nil when it can (or when only running it will tell).
+    static func lookUp(_ command: String, path: String? = ProcessInfo.processInfo.environment["PATH"]) -> LaunchProblem? {
+        let candidates: [String]
+        if command.contains("/") {
+            candidates = [command]
+        } else {
+            let folders = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false)
+            candidates = folders.map { ($0.isEmpty ? "." : String($0)) + "/" + command }
+        }
+        var denied: Int32?
+        for candidate in candidates {
+            var info = stat()
+            guard !command.isEmpty, stat(candidate, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                denied = denied ?? EISDIR
+                continue
+            }
+            if access(candidate, X_OK) == 0 { return nil }
+            denied = EACCES
+        }
+        return LaunchProblem(command: command, errno: denied ?? ENOENT)
+    }
+}
+
+/// A command that cannot be started, with the shell's exit status for it.
+struct LaunchProblem: Error {
+    let command: String
+    let errno: Int32
+
+    /// 127 when nothing by that name exists, 126 when it exists and cannot be run (the shell's convention).
+    var status: Int32 { errno == ENOENT || errno == ENOTDIR ? 127 : 126 }
+
+    var message: String {
+        switch errno {
+        case ENOENT, ENOTDIR:
+            return command.contains("/") ? "\(command): no such file" : "\(command): command not found (looked in $PATH)"
+        case EACCES:
+            return "\(command): permission denied (not executable: chmod +x, or run it through its interpreter)"
+        case EISDIR:
+            return "\(command): is a directory"
+        default:
+            return "\(command): cannot run it: \(String(cString: strerror(errno)))"
+        }
     }
 }

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// The event stream's answers for a question (`/v1/events?tags=...`), `check --watch`, and `run` following
-/// the daemon and counting the bytes its command reads against the policy's budget.
+/// the daemon and counting the bytes its command receives against the policy's budget.
 @Suite(.serialized) struct DecisionStreamTests {
     static func directory() throws -> URL {
         let directory = URL(fileURLWithPath: "/tmp/mws-\(UInt32.random(in: 0...UInt32.max))")
@@ -73,23 +73,26 @@ import TestSupport
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policy.path)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
-        // The command reads 3 MB (through a child it reaps: counted in its own /proc/PID/io), then idles.
+        // The command (curl, which receives with recvfrom) downloads 6 MB at 1 MB/s from a loopback server.
+        let server = try await RangeServer.start(content: .generated(size: 6_000_000, seed: 11),
+                                                 faults: [.throttle(bytesPerSecond: 1_000_000)])
+        defer { Task { try? await server.shutdown() } }
         let marker = directory.appendingPathComponent("started").path
         let run = Process()
         run.executableURL = URL(fileURLWithPath: RepoPaths.binary)
         run.arguments = ["run", "--tag", "script", "--socket", daemon.socket, "--",
-                         "/bin/sh", "-c", "touch '\(marker)'; head -c 3000000 /dev/zero >/dev/null; sleep 60"]
+                         "/bin/sh", "-c", "touch '\(marker)'; exec curl -s -o /dev/null \(server.url())"]
         let errors = Pipe()
         run.standardError = errors
         run.standardOutput = FileHandle.nullDevice
         try run.run()
         defer { if run.isRunning { run.terminate(); run.waitUntilExit() } }
         #expect(await eventually { FileManager.default.fileExists(atPath: marker) }, "the command was not started")
-        // Within a report interval or two, the 3 MB spend the 2 MiB budget and the daemon says pause.
+        // Within a report interval or two of 2 MiB, the budget is spent and the daemon says pause.
         let used = await eventually(timeout: .seconds(15)) {
             let metrics = (try? daemon.api("/metrics").stdout) ?? ""
             return metrics.split(separator: "\n").contains {
-                $0.hasPrefix("meterwise_budget_used_bytes{") && (Int64($0.split(separator: " ").last ?? "") ?? 0) >= 3_000_000
+                $0.hasPrefix("meterwise_budget_used_bytes{") && (Int64($0.split(separator: " ").last ?? "") ?? 0) >= 2 << 20
             }
         }
         #expect(used, "the command's bytes were not counted: \((try? daemon.api("/metrics").stdout) ?? "")")

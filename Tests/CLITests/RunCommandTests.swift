@@ -50,3 +50,24 @@ import TestSupport
         #expect(process.terminationStatus == 7)
     }
 }
+
+/// A command that cannot be started ends `run` as a shell would: 127 not found, 126 not runnable; no usage text.
+struct RunLaunchTests {
+    @Test func aMissingCommandExits127AndANonExecutableFile126() throws {
+        let missing = try BinaryRun.run(["run", "--local", "--", "meterwise-no-such-command-\(UInt32.random(in: 0...UInt32.max))"])
+        #expect(missing.status == 127, "\(missing.stderr)")
+        #expect(missing.stderr.contains("command not found"), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("Usage:"), "\(missing.stderr)")
+
+        let path = "/tmp/mwl-\(UInt32.random(in: 0...UInt32.max)).sh"
+        FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8), attributes: [.posixPermissions: 0o644])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let plain = try BinaryRun.run(["run", "--local", "--", path])
+        #expect(plain.status == 126, "\(plain.stderr)")
+        #expect(plain.stderr.contains("permission denied"), "\(plain.stderr)")
+        #expect(!plain.stderr.contains("Usage:"), "\(plain.stderr)")
+
+        let absent = try BinaryRun.run(["run", "--local", "--", "/nonexistent/dir/tool"])
+        #expect(absent.status == 127, "\(absent.stderr)")
+    }
+}

@@ -59,6 +59,31 @@ uint32_t mw_tcp_min_rtt(const struct mw_tcp_info *info, unsigned length);
 /// The largest segment this end told the peer it may send (`tcpi_advmss`); 0 when unknown.
 uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length);
 
+/// One TCP socket as the kernel's sock_diag reports it: `cookie` names the socket for its whole life,
+/// `inode` is the one in /proc/PID/fd (`socket:[N]`; 0 once no process holds the socket, or in a destroy
+/// message), `bytes_received` is `tcpi_bytes_received` (payload received in order, read or not).
+struct mw_tcp_socket {
+    uint64_t cookie;
+    uint64_t inode;
+    uint64_t bytes_received;
+};
+/// A NETLINK_SOCK_DIAG socket (close-on-exec). With `destroyed` != 0 it is non-blocking and joined to the
+/// groups that report every TCP socket (IPv4 and IPv6) of this network namespace as it is destroyed, with its
+/// last tcp_info: what a socket received between the last look and its end. No privilege needed.
+/// Returns the descriptor, or -errno.
+int mw_sock_diag_open(int destroyed);
+/// Dumps the TCP sockets of `family` (AF_INET or AF_INET6) with their tcp_info over `fd` (from
+/// `mw_sock_diag_open(0)`), and writes to `out` (up to `capacity`) those whose inode is one of `inodes` or
+/// whose cookie is one of `cookies`. Returns how many were written, or -errno.
+int mw_sock_diag_dump(int fd, int family, const uint64_t *inodes, size_t inode_count, const uint64_t *cookies,
+                      size_t cookie_count, struct mw_tcp_socket *out, size_t capacity);
+/// Reads every destroy message waiting on `fd` (from `mw_sock_diag_open(1)`) and writes to `out` (up to
+/// `capacity`) the sockets whose cookie is one of `cookies`.
+/// `*dropped` is set to 1 when the kernel dropped messages since the last call (the socket buffer was full).
+/// Returns how many were written, or -errno.
+int mw_sock_diag_destroyed(int fd, const uint64_t *cookies, size_t cookie_count, struct mw_tcp_socket *out,
+                           size_t capacity, int *dropped);
+
 /// Fixes glibc's trim and mmap thresholds (mallopt), which also turns off their dynamic adjustment: a
 /// download's buffers are then reused from the heap instead of being returned to the kernel and faulted
 /// in again (tens of thousands of page faults per GiB). `arenas` > 0 caps glibc's arenas (M_ARENA_MAX).
