@@ -8,14 +8,6 @@ import Testing
 /// The control API as any socket user may use it against a root daemon: no request ends the process,
 /// and no user's word spends anyone's budget (issue 23, parts 0 and 2; docs/security.md).
 @Suite(.serialized, .needsBinary, .needsOtherUser) struct APIAttackTests {
-    static let cellularForAnHour = """
-        links:
-          wwan0: { kind: wwan }
-        steps:
-          - { at: 0s, up: [wwan0], primary: wwan0 }
-        end: 1h
-        """
-
     static let cellPolicy = """
         version: 1
         rules:
@@ -110,7 +102,7 @@ import Testing
     @Test func aUsersReportCannotSpendEveryonesBudget() async throws {
         let (base, _, _) = try SecurityTests.directories()
         defer { try? FileManager.default.removeItem(at: base) }
-        let scenario = try DaemonProcess.scenario(in: base, Self.cellularForAnHour)
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.cellularForAnHour)
         let policy = try Self.write(Self.cellPolicy, to: base, "cell.yaml")
         let daemon = try DaemonProcess(directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
         defer { daemon.kill(SIGTERM) }

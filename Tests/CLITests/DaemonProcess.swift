@@ -61,6 +61,14 @@ final class DaemonProcess: Sendable {
         return path
     }
 
+    static let cellularForAnHour = """
+        links:
+          wwan0: { kind: wwan }
+        steps:
+          - { at: 0s, up: [wwan0], primary: wwan0 }
+        end: 1h
+        """
+
     static let wifiForAnHour = """
         links:
           wlan0: { kind: wlan }

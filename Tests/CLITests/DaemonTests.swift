@@ -60,13 +60,7 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await RangeServer.start(content: .generated(size: 1 << 20, seed: 5))
-        let scenario = try DaemonProcess.scenario(in: directory, """
-            links:
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wwan0], primary: wwan0 }
-            end: 1h
-            """)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
@@ -110,13 +104,7 @@ import Testing
                 """.write(to: policyFile, atomically: true, encoding: .utf8)
         }
         try writePolicy("hold-on-cellular")
-        let scenario = try DaemonProcess.scenario(in: directory, """
-            links:
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wwan0], primary: wwan0 }
-            end: 1h
-            """)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policies.path)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())

@@ -63,13 +63,7 @@ import TestSupport
                 budget: { name: scripts, bytes: 2MiB, period: daily }
               - { name: hold-metered, when: { metered: yes }, action: pause }
             """.write(to: policy, atomically: true, encoding: .utf8)
-        let scenario = try DaemonProcess.scenario(in: directory, """
-            links:
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wwan0], primary: wwan0 }
-            end: 1h
-            """)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policy.path)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())

@@ -10,13 +10,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try Nginx.freePort()
         let textfile = directory.appendingPathComponent("meterwise.prom").path
-        let scenario = try DaemonProcess.scenario(in: directory, """
-            links:
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wwan0], primary: wwan0 }
-            end: 1h
-            """)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario,
                                        extra: ["--metrics-listen", "\(port)", "--metrics-textfile", textfile])
         #expect(await daemon.waitUntilListening())

@@ -35,13 +35,7 @@ import TestSupport
                 action: run
                 budget: { name: scripts, bytes: 1GiB, period: daily }
             """.write(to: policy, atomically: true, encoding: .utf8)
-        let scenario = try DaemonProcess.scenario(in: directory, """
-            links:
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wwan0], primary: wwan0 }
-            end: 1h
-            """)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policy.path,
                                        extra: asNobody ? ["--group", "nogroup"] : [])
         defer { daemon.kill(SIGTERM) }

@@ -50,13 +50,7 @@ import Glibc
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let notify = try NotifySocket(directory: directory)
-        let scenario = try DaemonProcess.scenario(in: directory, """
-            links:
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wwan0], primary: wwan0 }
-            end: 1h
-            """)
+        let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, environment: ["NOTIFY_SOCKET": notify.path])
         defer { daemon.kill(SIGKILL) }
         let ready = try #require(notify.until("READY=1"), "no READY=1")
