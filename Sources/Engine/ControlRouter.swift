@@ -81,12 +81,15 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 }
                 return .json(try await engine.status(id!, for: asker))
             case ("GET", "/v1/decision", 2):
-                let job = try Self.decisionQuery(path)
+                var job = try Self.decisionQuery(path)
+                job.owner = asker.uid
                 await engine.noteQuestion()
                 return .json(Self.decisionBody(await engine.decide(job).decision))
             case ("POST", "/v1/usage", 2):
-                // Bytes a program moved outside the daemon (`meterwise run`), for the question in the query.
-                let job = try Self.decisionQuery(path)
+                // Bytes a program moved outside the daemon (`meterwise run`), for the question in the query;
+                // a per-user budget counts them against the asker's own share.
+                var job = try Self.decisionQuery(path)
+                job.owner = asker.uid
                 let report: ControlAPI.UsageBody
                 do {
                     report = try ControlAPI.decoder().decode(ControlAPI.UsageBody.self, from: body)

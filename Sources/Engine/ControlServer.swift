@@ -186,9 +186,10 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
     /// without a job for that question: its answer at once, then each time it changes.
     func streamEvents(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead,
                       asker: Asker) async throws {
-        let question: JobInfo?
+        var question: JobInfo?
         do {
             question = head.uri.contains("?") ? try ControlRouter<C>.decisionQuery(head.uri) : nil
+            question?.owner = asker.uid
         } catch {
             try await respond(outbound, head: head, .error(error))
             return

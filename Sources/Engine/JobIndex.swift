@@ -8,17 +8,21 @@ struct JobClass: Hashable, Sendable {
     var tags: [String]
     var allowMetered: Bool
     var allowRoaming: Bool?
+    /// Per-user budgets count against the owner's share.
+    var owner: UInt32?
 
     init(_ record: JobRecord) {
         priority = record.priority
         tags = record.tags
         allowMetered = record.allowMetered
         allowRoaming = record.allowRoaming
+        owner = record.ownerUID
     }
 
     /// The job as the policy sees it (no id: the decision does not depend on which job it is).
     func info(size: Int64?) -> JobInfo {
-        JobInfo(size: size, priority: priority, tags: tags, allowMetered: allowMetered, allowRoaming: allowRoaming)
+        JobInfo(size: size, priority: priority, tags: tags, allowMetered: allowMetered, allowRoaming: allowRoaming,
+                owner: owner)
     }
 }
 

@@ -17,6 +17,9 @@ public struct Budget: Sendable, Hashable {
     public var resetWeekday: Int
     /// For monthly budgets, the day of the month the period starts (1...28).
     public var resetDay: Int
+    /// Each user (a job's owner, the asker of a question or report) has the whole allowance to themselves
+    /// (`per_user: yes`): one user's bytes never spend another's.
+    public var perUser = false
 
     public static let resetsHint = """
         daily: `resets: \"03:00\"`; weekly: `resets: mon` or `resets: mon 03:00`; monthly: `resets: 1` or \
@@ -63,11 +66,13 @@ public struct Budget: Sendable, Hashable {
 
     /// The ledger key for the period containing `now`: the name and the period's start in UTC, so a new
     /// period starts a new count by itself.
-    public func key(at now: Date, calendar: Calendar) -> String {
-        Self.key(name: name, start: period(containing: now, calendar: calendar).start)
+    public func key(at now: Date, calendar: Calendar, owner: UInt32? = nil) -> String {
+        key(start: period(containing: now, calendar: calendar).start, owner: owner)
     }
 
-    static func key(name: String, start: Date) -> String {
-        "\(name)@\(Int64(start.timeIntervalSince1970))"
+    /// `name@start`, or `name@start~uid` for a per-user budget (a job without an owner is root's).
+    func key(start: Date, owner: UInt32?) -> String {
+        let shared = "\(name)@\(Int64(start.timeIntervalSince1970))"
+        return perUser ? shared + "~\(owner ?? 0)" : shared
     }
 }

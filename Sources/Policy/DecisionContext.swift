@@ -43,6 +43,8 @@ public struct DecisionContext: Sendable {
     let linkReasons: [String]
     /// The decision when no rule matches (it does not depend on the job).
     let fallback: Decision
+    /// The instant's facts, for the tests that depend on the job's owner (per-user budgets).
+    let facts: RuleFacts
 
     public init(policy: PolicySet, snapshot: LinkSnapshot, usage: Usage, now: Date, timeZone: TimeZone) {
         self.policy = policy
@@ -68,9 +70,11 @@ public struct DecisionContext: Sendable {
         for rule in policy.rules {
             let (state, next) = facts.state(of: rule)
             if let next { earliest = earliest.map { min($0, next) } ?? next }
-            states.append(Self.withMatchedReasons(state, rule: rule, linkReasons: linkReasons))
+            // A per-user budget's reasons are added per job, once its share is tested.
+            states.append(rule.budget?.perUser == true ? state : Self.withMatchedReasons(state, rule: rule, linkReasons: linkReasons))
             nextChanges.append(earliest)
         }
+        self.facts = facts
         self.states = states
         self.nextChanges = nextChanges
         self.fallback = Self.defaultDecision(
@@ -111,7 +115,7 @@ public struct DecisionContext: Sendable {
         }
         if let note = state.budgetNote { state.matchedTail.append(note) }
         state.matchedTail += linkReasons
-        if !hasJobTests(rule.when) { state.matchedHead = head(rule.name, state.passes) }
+        if !hasJobTests(rule.when) && rule.budget?.perUser != true { state.matchedHead = head(rule.name, state.passes) }
         return state
     }
 
@@ -142,7 +146,10 @@ public struct DecisionContext: Sendable {
     func evaluate(job: JobInfo, explaining: Bool, misses: inout [Explanation.Miss]) -> Decision {
         var held: [(rule: Rule, budget: SpentBudget)] = []
         for (index, rule) in policy.rules.enumerated() {
-            let state = states[index]
+            var state = states[index]
+            if let budget = rule.budget, budget.perUser, explaining || state.misses.isEmpty {
+                state = withUserBudget(budget, rule: rule, owner: job.owner, state)
+            }
             // Fast path: no need to say why, unless the miss is a spent budget the answer must name.
             if !explaining, !state.misses.isEmpty, !state.spentOnly { continue }
             var jobMisses: [String] = []
@@ -163,6 +170,16 @@ public struct DecisionContext: Sendable {
             if explaining { misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses)) }
         }
         return withSpentBudgets(fallback, held)
+    }
+
+    /// A rule's job-independent state with its per-user budget tested for `owner`'s share, and the reasons
+    /// of a match then.
+    func withUserBudget(_ budget: Budget, rule: Rule, owner: UInt32?, _ base: RuleState) -> RuleState {
+        var state = base
+        let before = state.misses.count
+        _ = facts.testBudget(budget, left: rule.when.budgetLeft, into: &state, owner: owner)
+        state.spentOnly = before == 0 && state.spent != nil
+        return Self.withMatchedReasons(state, rule: rule, linkReasons: linkReasons)
     }
 
     /// `decision` headed by the spent budgets of the `held` rules that would have let the job move more,

@@ -157,6 +157,7 @@ extension PolicyParser {
         var period: Budget.Period?
         var resetsNode: Node?
         var resets: String?
+        var perUser = false
         for (key, _, v) in reader.mapping(node, what: "budget of `\(rule)`", allowed: budgetKeys) {
             switch key {
             case "name": name = reader.string(v, what: "budget name") ?? name
@@ -171,6 +172,7 @@ extension PolicyParser {
             case "resets":
                 resetsNode = v
                 resets = reader.string(v, what: "resets")
+            case "per_user": perUser = reader.bool(v, what: "per_user") ?? false
             default: break
             }
         }
@@ -185,6 +187,7 @@ extension PolicyParser {
         }
         guard let bytes, let period else { return nil }
         var budget = Budget(name: name, bytes: bytes, period: period)
+        budget.perUser = perUser
         if let resets, let resetsNode {
             if !parseResets(resets, into: &budget) {
                 reader.record(

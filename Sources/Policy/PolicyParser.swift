@@ -14,7 +14,7 @@ enum PolicyParser {
         "metered", "kind", "labels", "link", "roaming", "days", "time", "size", "priority", "tags",
         "allow_metered", "allow_roaming", "budget_left",
     ]
-    static let budgetKeys = ["name", "bytes", "period", "resets"]
+    static let budgetKeys = ["name", "bytes", "period", "resets", "per_user"]
     static let defaultsKeys = ["resume_after", "action", "throttle"]
     static let kindHint = "one of " + LinkKind.allCases.map(\.rawValue).joined(separator: ", ")
 

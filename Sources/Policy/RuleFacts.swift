@@ -45,7 +45,14 @@ struct RuleFacts {
         testLink(rule.when, into: &state)
         later(testWindows(rule.when, into: &state))
         let beforeBudget = state.misses.count
-        if let budget = rule.budget { later(testBudget(budget, left: rule.when.budgetLeft, into: &state)) }
+        if let budget = rule.budget {
+            // A per-user budget is tested per job (`DecisionContext.withUserBudget`); its period still ends.
+            if budget.perUser {
+                later(budget.period(containing: now, calendar: calendar).end)
+            } else {
+                later(testBudget(budget, left: rule.when.budgetLeft, into: &state))
+            }
+        }
         // Only the budget stands in the way so far: whether the rule would run without it is tested as if
         // it had bytes left, so a spent budget can be named as the reason (`RuleState.spentOnly`).
         let budgetOnly = beforeBudget == 0 && state.spent != nil
@@ -109,9 +116,11 @@ struct RuleFacts {
     }
 
     /// The budget's tests (something left, and `budget_left` when set); returns the end of its period.
-    func testBudget(_ budget: Budget, left wanted: Comparison?, into state: inout DecisionContext.RuleState) -> Date {
+    func testBudget(
+        _ budget: Budget, left wanted: Comparison?, into state: inout DecisionContext.RuleState, owner: UInt32? = nil
+    ) -> Date {
         let period = budget.period(containing: now, calendar: calendar)
-        let key = Budget.key(name: budget.name, start: period.start)
+        let key = budget.key(start: period.start, owner: owner)
         let used = max(0, usage.used(key))
         let left = budget.bytes - min(used, budget.bytes)
         let limit = Units.formatBytes(budget.bytes)
@@ -122,7 +131,7 @@ struct RuleFacts {
                 name: budget.name, used: used, bytes: budget.bytes, period: budget.period, resets: period.end)
         }
         state.budgetNote =
-            "budget \(budget.name): \(Units.formatBytes(used)) of \(limit) used this \(budget.period.rawValue) "
+            "budget \(budget.name)\(budget.perUser ? " (this user's share)" : ""): \(Units.formatBytes(used)) of \(limit) used this \(budget.period.rawValue) "
             + "period, resets \(resets)"
         state.test(
             left > 0, pass: "budget \(budget.name) has \(Units.formatBytes(left)) left",

@@ -123,4 +123,35 @@ import Testing
         let after = try daemon.api(question)
         #expect(after.stdout.contains("\"action\":\"run\"") && after.stdout.contains("cell-allowance"), "\(after.stdout)")
     }
+
+    /// With `per_user: yes`, what `nobody` reports — even bytes that really crossed the link — spends only
+    /// nobody's share: root's answer stays "run" while nobody's says the budget is used up.
+    @Test func aPerUserBudgetTakesOnlyTheReportersShare() async throws {
+        let (base, _, _) = try SecurityTests.directories()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.cellularForAnHour)
+        let policy = try Self.write(
+            Self.cellPolicy.replacingOccurrences(of: "period: daily }", with: "period: daily, per_user: yes }"),
+            to: base, "cell.yaml")
+        let daemon = try DaemonProcess(directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+        let question = "http://x/v1/decision?size=1000&allow_metered=true"
+        // A look, then 8 MiB really received on this machine (the scenario's links are simulated: the bound
+        // is the whole machine's traffic).
+        _ = try Self.curlAsNobody(daemon, [question])
+        let server = try await RangeServer.start(content: .generated(size: 8 << 20, seed: 43))
+        defer { Task { try? await server.shutdown() } }
+        let fetch = try BinaryRun.run(["-sS", "-o", "/dev/null", server.url("/f")], executable: "/usr/bin/curl")
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+        let report = try Self.curlAsNobody(
+            daemon, ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?size=1000&allow_metered=true"])
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any], "\(report.stdout)")
+        #expect((body["counted_bytes"] as? Int ?? 0) >= 6 << 20, "\(body)")
+        #expect(body["action"] as? String == "pause", "\(body)")
+        let nobodyAsks = try Self.curlAsNobody(daemon, [question])
+        #expect(nobodyAsks.stdout.contains("budget cell is used up"), "\(nobodyAsks.stdout)")
+        let rootAsks = try daemon.api("/v1/decision?size=1000&allow_metered=true")
+        #expect(rootAsks.stdout.contains("\"action\":\"run\"") && !rootAsks.stdout.contains("used up"), "\(rootAsks.stdout)")
+    }
 }

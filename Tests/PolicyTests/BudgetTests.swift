@@ -170,6 +170,39 @@ import Testing
         #expect(decision.heldBy == "cell-monthly: budget mon is used up")
     }
 
+    /// `per_user: yes`: each user has the whole allowance; one user's bytes (a job's owner's, or a report's
+    /// asker's) never spend another's, and root's are counted apart too.
+    @Test func aPerUserBudgetIsEachUsersOwn() throws {
+        let policy = try Fixtures.policy("""
+            rules:
+              - name: cell-allowance
+                when: { metered: yes }
+                action: run
+                budget: { name: cell, bytes: 6MiB, period: daily, per_user: yes }
+            """)
+        let now = Fixtures.date("2026-11-18T20:48:00Z")
+        let alice = JobInfo(owner: 1000), bob = JobInfo(owner: 1001), root = JobInfo()
+        var usage = Usage()
+        let first = policy.decide(job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let key = try #require(first.budgetKey)
+        #expect(key.hasSuffix("~1000") && first.rule == "cell-allowance")
+        #expect(first.reasons.contains { $0.hasPrefix("budget cell (this user's share): 0 B of 6.00 MiB used") }, "\(first.reasons)")
+        usage.record(bytes: 7 << 20, budgetKey: key)
+        let spent = policy.decide(job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(spent.action == .pause && spent.reasons.first?.hasPrefix("budget cell is used up (7.00 MiB of 6.00 MiB today)") == true,
+                "\(spent.reasons)")
+        for other in [bob, root] {
+            let decision = policy.decide(job: other, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+            #expect(decision.rule == "cell-allowance" && decision.budgetKey != key, "\(decision)")
+        }
+        #expect(policy.decide(job: root, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+            .budgetKey?.hasSuffix("~0") == true)
+        // The explanation names the user's share too, and the period's end is still the next change.
+        let explained = policy.explain(job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(explained.misses.first?.why.first?.hasPrefix("budget cell is used up") == true)
+        #expect(spent.nextChange == Fixtures.date("2026-11-18T23:00:00Z"))
+    }
+
     static let spans: [(Double, String)] = [
         (59, "under a minute"), (60, "1 m"), (3 * 3600 + 12 * 60 + 5, "3 h 12 m"), (7200, "2 h"),
         (86_400 * 3 + 3600, "3 d 1 h"), (Double.infinity, "under a minute"), (-5, "under a minute"),
