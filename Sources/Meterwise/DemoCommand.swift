@@ -2,6 +2,7 @@ import ArgumentParser
 import ConfigKit
 import Engine
 import Foundation
+import Synchronization
 import Links
 import MeterwiseClient
 import NetlinkLinks
@@ -121,24 +122,22 @@ struct DemoCommand: AsyncParsableCommand {
         let started = clock.now
         let limit = Duration.seconds(timeout ?? (scenario.map { $0.end.seconds + 120 } ?? 600))
 
-        let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try await engine.run()
-                return true
-            }
+        // Said before the shutdown it causes: the engine's run may end before the timer's task does.
+        let timedOut = TimeoutFlag()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await engine.run() }
             group.addTask {
                 for await event in events { printer.show(event) }
-                return true
             }
             group.addTask {
                 try await clock.sleep(until: started.advanced(by: limit), tolerance: nil)
+                timedOut.fired.withLock { $0 = true }
                 await engine.shutdown()
-                return false
             }
-            let first = try await group.next() ?? false
+            _ = try await group.next()
             group.cancelAll()
-            return first
         }
+        let outcome = !timedOut.fired.withLock { $0 }
         let status = try await engine.status(job.id)
         let actual = FileManager.default.fileExists(atPath: destination) ? try DemoDefaults.sha256(ofFile: destination) : nil
         let summary = DemoSummary(
@@ -155,4 +154,9 @@ struct DemoCommand: AsyncParsableCommand {
         if let server { try? await server.shutdown() }
         if !outcome || !summary.sha256OK { throw ExitCode(1) }
     }
+}
+
+/// Whether the demo's time limit fired (set before the shutdown it causes).
+final class TimeoutFlag: Sendable {
+    let fired = Mutex(false)
 }
