@@ -26,7 +26,7 @@ public struct ReceivedBytesCounter: Sendable {
             var sum: Int64 = 0
             for name in names {
                 guard let value = sysfsCounter(name) else { continue }
-                sum = sum.addingReportingOverflow(value).overflow ? .max : sum + value
+                sum = LinkAccounting.sum(sum, value)
             }
             return sum
         })
@@ -106,7 +106,7 @@ struct UnclaimedBytes: Sendable {
                         excess -= take
                         if pool.chunks[pool.chunks.count - 1].bytes == 0 { pool.chunks.removeLast() }
                     }
-                    pool.owed = Self.sum(pool.owed, excess)
+                    pool.owed = LinkAccounting.sum(pool.owed, excess)
                 }
             } else {
                 pool.owed = 0  // a new baseline owes nothing
@@ -124,10 +124,5 @@ struct UnclaimedBytes: Sendable {
         pool.chunks.removeAll { $0.bytes <= 0 }
         pools[link] = pool
         return claimed
-    }
-
-    static func sum(_ a: Int64, _ b: Int64) -> Int64 {
-        let (result, overflow) = a.addingReportingOverflow(b)
-        return overflow ? .max : result
     }
 }
