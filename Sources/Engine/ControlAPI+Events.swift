@@ -31,9 +31,11 @@ extension ControlAPI {
             body.link = link
             body.bytesDone = resumedFrom
             return body
-        case let .paused(job, reason, byUser):
+        case let .paused(job, reason, byUser, timing):
             var body = EventBody(event: byUser ? "paused-by-user" : "paused", job: job, at: date)
             body.reason = reason
+            body.decidedAt = timing.decidedAt
+            body.stopSeconds = timing.stoppedAfter.seconds
             return body
         case let .waiting(job, remaining):
             var body = EventBody(event: "waiting", job: job, at: date)

@@ -68,7 +68,7 @@ extension Engine {
         if let entry = index.entry(id) { record.state = entry.state }
         if let decision {
             record.rule = decision.rule
-            record.reason = index.entry(id)?.flags.contains(.waitingForSlot) == true
+            record.reason = index.entry(id)?.lifecycle.waitingForSlot == true
                 ? Self.slotReason(configuration.maxActive) : decision.reasons.joined(separator: "; ")
         }
         return record
@@ -115,7 +115,8 @@ extension Engine {
     func status(of runtime: JobRuntime<C.Instant>) -> JobStatus {
         var paused = runtime.pausedTotal
         if let since = runtime.pausedSince { paused += since.duration(to: clock.now) }
-        let link = runtime.active ? runtime.link : nil
+        let active = isTransferring(runtime.record.id)
+        let link = active ? runtime.link : nil
         // A finished job has no policy action any more, nor a policy reason.
         let final = runtime.record.state.isFinal
         var record = runtime.record
@@ -133,8 +134,8 @@ extension Engine {
         record.proxy = record.proxy.map(RedactedURL.withoutPassword)
         var status = JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
                                action: final || heldByUser ? nil : runtime.decision?.action.rawValue,
-                               nextRetryAt: runtime.active ? runtime.nextRetryAt : nil,
-                               retryReason: runtime.active ? runtime.retryReason : nil,
+                               nextRetryAt: active ? runtime.nextRetryAt : nil,
+                               retryReason: active ? runtime.retryReason : nil,
                                proxy: proxy(for: runtime.record)?.description)
         status.heldBy = final || heldByUser ? nil : runtime.decision?.heldBy
         return status
@@ -188,10 +189,7 @@ extension Engine {
 
     /// One line for systemd's `STATUS=`: "2 running, 3 waiting: metered wwan0".
     public func statusLine() -> String {
-        var running = 0, waiting = index.waitingCount
-        for runtime in jobs.values {
-            if runtime.active { running += 1 } else if runtime.record.state == .waiting || runtime.record.state == .queued { waiting += 1 }
-        }
+        let running = jobs.keys.count(where: isTransferring), waiting = index.waitingCount
         var line = "\(running) running, \(waiting) waiting"
         let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
         if let primary = context.primary, let network = context.primaryClass {
@@ -209,47 +207,36 @@ extension Engine {
                               timeZone: configuration.timeZone)
     }
 
-    /// The user's pause: the job stays paused until `resume`.
-    public func pause(_ id: String, for asker: Asker = .process) throws(EngineError) {
-        let runtime = try runtime(id, for: asker)
-        guard !runtime.record.state.isFinal else {
-            throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue); it cannot be paused")
-        }
-        stopTransfer(id, reason: "paused by the user", byUser: true, cancel: false)
-        try change(id) { $0.state = .paused }
+    /// The user's pause: the job stays paused until `resume`. Returns once its transfer (if one ran) has
+    /// stopped with its checkpoint written.
+    public func pause(_ id: String, for asker: Asker = .process) async throws(EngineError) {
+        _ = try runtime(id, for: asker)
+        try await userRequest(id, .userPause, stopReason: "paused by the user")
     }
 
-    /// Lifts the user's pause; the policy decides from here.
-    public func resume(_ id: String, for asker: Asker = .process) throws(EngineError) {
+    /// Lifts the user's pause (or a failure); the policy decides from here.
+    public func resume(_ id: String, for asker: Asker = .process) async throws(EngineError) {
         let runtime = try runtime(id, for: asker)
         guard runtime.record.state == .paused || runtime.record.state == .failed else {
             throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue), not paused")
         }
         // A failed job gave its destination up: another job may have taken it since.
         try checkDestinationFree(runtime.record.destination, for: asker, except: id)
-        if runtime.record.state == .failed,
-           let refusal = configuration.quota.refusal(asker: asker, unfinished: index.unfinished(of: asker.uid)) {
-            throw EngineError(.quota, refusal)
+        if runtime.record.state == .failed {
+            if let refusal = configuration.quota.refusal(asker: asker, unfinished: index.unfinished(of: asker.uid)) {
+                throw EngineError(.quota, refusal)
+            }
+            // Back in its place among the jobs added before and after it.
+            guard let sequence = try store.sequence(of: id) else { return }
+            index.insert(JobIndex.Row(runtime.record, sequence: sequence))
         }
-        try change(id) {
-            $0.state = .queued
-            $0.error = nil
-        }
+        try await userRequest(id, .userResume, stopReason: "") { $0.error = nil }
         reconcile(id)
     }
 
-    /// Stops the job and deletes its partial file and checkpoint.
-    public func cancel(_ id: String, for asker: Asker = .process) throws(EngineError) {
-        let runtime = try runtime(id, for: asker)
-        guard !runtime.record.state.isFinal else {
-            throw EngineError(.conflict, "job \(id) is \(runtime.record.state.rawValue) already")
-        }
-        if runtime.running {
-            stopTransfer(id, reason: "cancelled by the user", byUser: true, cancel: true)
-        } else {
-            Self.removePartialFiles(of: runtime.record)
-            events.publish(.cancelled(job: id))
-        }
-        try change(id) { $0.state = .cancelled }
+    /// Stops the job and deletes its partial file and checkpoint; returns once its transfer has ended.
+    public func cancel(_ id: String, for asker: Asker = .process) async throws(EngineError) {
+        _ = try runtime(id, for: asker)
+        try await userRequest(id, .userCancel, stopReason: "cancelled by the user")
     }
 }

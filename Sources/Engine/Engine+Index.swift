@@ -54,10 +54,9 @@ extension Engine {
         // The store's state, rule and reason of a queued job are from when it was last saved; the pass's
         // are newer.
         runtime.record.state = entry.state
-        runtime.lastWaitAnnounced = entry.flags.contains(.waitAnnounced)
         if let key = index.decision(of: entry) {
             runtime.record.rule = key.rule
-            runtime.record.reason = entry.flags.contains(.waitingForSlot)
+            runtime.record.reason = entry.lifecycle.waitingForSlot
                 ? Self.slotReason(configuration.maxActive) : reasons.reason(entry, classes: index.classes)
             runtime.decision = Decision(action: key.action, rate: key.rate, allowedLinks: key.allowedLinks, rule: key.rule)
             runtime.decision?.heldBy = key.heldBy
@@ -65,45 +64,14 @@ extension Engine {
         return runtime
     }
 
-    /// Changes a job's record and saves it: in memory for a live job, in the store for the others (the
-    /// index follows). A job this finishes leaves memory, unless its transfer is still ending.
-    func change(_ id: String, _ body: (inout JobRecord) -> Void) throws(EngineError) {
-        if jobs[id] != nil {
-            body(&jobs[id]!.record)
-            persist(id)
-            retire(id)  // only if finished and not running
-            return
-        }
-        guard var record = view(id)?.record else { throw EngineError(.notFound, "no job \(id): `meterwise list` shows the jobs") }
-        body(&record)
-        record.updatedAt = now
-        try store.update(record)
-        let state = record.state
-        if state.isFinal {
-            index.remove(id)
-        } else if let slot = index.slot(of: id) {
-            index.modify(slot) {
-                $0.state = state
-                $0.flags.subtract([.waitAnnounced, .waitingForSlot])
-            }
-        } else {
-            // A failed job, resumed: back in its place among the jobs added before and after it.
-            guard let sequence = try store.sequence(of: id) else { return }
-            index.insert(JobIndex.Row(record, sequence: sequence))
-        }
-    }
-
     /// How many jobs are in each state (for /metrics): finished ones as the store counts them, the others as
     /// they stand now.
     public func stateCounts() -> [JobState: Int] {
-        var counts = index.stateCounts()
+        var counts = index.stateCounts().filter { !$0.key.isFinal }
         do {
             for (state, count) in try store.countsByState() where state.isFinal { counts[state, default: 0] += count }
         } catch {
             logger.error("\(error)")
-        }
-        for runtime in jobs.values where !runtime.record.state.isFinal {
-            counts[runtime.record.state, default: 0] += 1
         }
         return counts
     }

@@ -23,9 +23,8 @@ extension Engine {
             } catch {
                 // A CA or key file the owner removed or can no longer read: the job fails with what to fix;
                 // `resume` tries again.
-                runtime.record.state = .failed
-                runtime.record.error = error.message
-                jobs[id] = runtime
+                if let slot = index.slot(of: id) { apply(slot, .startFailed) }
+                jobs[id]?.record.error = error.message
                 persist(id)
                 events.publish(.failed(job: id, error.message))
                 retire(id)
@@ -41,18 +40,11 @@ extension Engine {
         runtime.boundLink = bound ? link : nil
         runtime.link = link
         runtime.rate = rate
-        if !runtime.running {
-            runningCount += 1
-            runtime.fetchedBeforeRun = runtime.record.bytesFetched
-        }
-        runtime.running = true
-        runtime.stopping = false
-        runtime.lastWaitAnnounced = false
+        runtime.fetchedBeforeRun = runtime.record.bytesFetched
         if let since = runtime.pausedSince {
             runtime.pausedTotal += since.duration(to: clock.now)
             runtime.pausedSince = nil
         }
-        runtime.record.state = .running
         runtime.record.error = nil
         jobs[id] = runtime
         route(id, link: runtime.link, budgetKey: budgetKey)
@@ -71,21 +63,6 @@ extension Engine {
         accounting.route(job: id, link: link, budgetKey: budgetKey, budgetLimit: limit)
         // Reads held at a spent budget look again now: the new route may allow them.
         if accounting.allows(job: id) { jobs[id]?.download?.retryNow() }
-    }
-
-    func stopTransfer(_ id: String, reason: String, byUser: Bool, cancel: Bool) {
-        guard var runtime = jobs[id], runtime.running, let download = runtime.download else { return }
-        let alreadyStopping = runtime.stopping
-        runtime.stopping = true
-        if !byUser && !cancel {
-            runtime.pausedByPolicy = true
-            runtime.pausedSince = runtime.pausedSince ?? clock.now
-            runtime.record.state = .waiting
-        }
-        jobs[id] = runtime
-        // A cancel while a pause is still finishing says nothing new until the transfer has ended.
-        if !alreadyStopping { events.publish(.paused(job: id, reason: reason, byUser: byUser)) }
-        commandSink.yield(.stopTransfer(download, cancel: cancel))
     }
 
     func makeDownload(for record: JobRecord, tls: TLSSettings = .system, proxy: ProxySettings = .direct) -> Download {
@@ -121,11 +98,11 @@ extension Engine {
     /// False when the decision stops the transfer (a big file on a metered link that a small declared
     /// size let start).
     func admit(_ id: String, total: Int64) -> Bool {
-        guard let runtime = jobs[id], runtime.active else { return false }
+        guard let runtime = jobs[id], isTransferring(id) else { return false }
         guard runtime.record.totalBytes != total else { return true }
         jobs[id]?.record.totalBytes = total
         reconcile(id)
-        return jobs[id]?.active ?? false
+        return isTransferring(id)
     }
 
     func consumeEvents(_ id: String, _ download: Download) {
@@ -193,19 +170,17 @@ extension Engine {
     }
 
     func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
-        guard var runtime = jobs[id] else { return }
+        guard var runtime = jobs[id], let slot = index.slot(of: id), index[slot].lifecycle.phase.hasTransfer else { return }
         runtime.nextRetryAt = nil
         runtime.retryReason = nil
         if case .success = result { runtime.record.interruptions = 0 }
-        if runtime.running { runningCount -= 1 }
-        runtime.running = false
-        runtime.stopping = false
         runtime.boundLink = nil
         runtime.link = nil
         accounting.stopRouting(job: id)
+        let end: TransferEnd
         switch result {
         case let .success(.completed(download)):
-            runtime.record.state = .completed
+            end = .completed
             runtime.record.sha256 = download.sha256
             runtime.record.bytesDone = download.totalBytes
             runtime.record.totalBytes = download.totalBytes
@@ -216,33 +191,28 @@ extension Engine {
                 runtime.pausedTotal += since.duration(to: clock.now)
                 runtime.pausedSince = nil
             }
-            runtime.download = nil
-            jobs[id] = runtime
-            events.publish(.completed(job: id, download))
-        case .success(.paused) where runtime.record.state == .cancelled:
-            // Cancelled while a pause was finishing: the transfer ended paused, so finish the cancel here.
-            Self.removePartialFiles(of: runtime.record)
-            runtime.download = nil
-            jobs[id] = runtime
-            events.publish(.cancelled(job: id))
         case .success(.paused):
-            if runtime.record.state == .running { runtime.record.state = .waiting }
-            jobs[id] = runtime
+            end = .paused
         case .success(.cancelled):
-            runtime.record.state = .cancelled
-            runtime.download = nil
-            jobs[id] = runtime
-            events.publish(.cancelled(job: id))
+            end = .cancelled
         case let .failure(error):
-            runtime.record.state = .failed
+            end = .failed
             runtime.record.error = error.description
-            runtime.download = nil
-            jobs[id] = runtime
-            events.publish(.failed(job: id, error.description))
         }
+        jobs[id] = runtime
+        transferEnded(id, slot: slot, end)
+        switch (result, index[slot].lifecycle.phase) {
+        case let (.success(.completed(download)), .completed):
+            events.publish(.completed(job: id, download))
+        case let (.failure(error), .failed):
+            events.publish(.failed(job: id, error.description))
+        default:
+            break
+        }
+        let finished = index[slot].lifecycle.phase.isFinal
+        if finished { jobs[id]?.download = nil }
         persist(id)
         saveAccounting()
-        let finished = jobs[id]?.record.state.isFinal ?? false
         if finished { retire(id) }
         if configuration.stopWhenIdle { checkIdle() }
         if finished { pruneFinished() }

@@ -17,7 +17,6 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         case drive(String, Download)
         case forward(String, Download)
         case reconcile(String)
-        case stopTransfer(Download, cancel: Bool)
         case wake(C.Instant)
         case stop
     }
@@ -44,8 +43,12 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     /// How long the last full pass over the jobs took, and how many it decided (for /metrics).
     public private(set) var lastPass: (duration: Duration, jobs: Int) = (.zero, 0)
     var scheduledWake: C.Instant?
-    /// Jobs whose `run()` is in flight (kept in step with `JobRuntime.running`).
+    /// Jobs whose transfer is in flight (running or stopping), kept in step by `transition`.
     var runningCount = 0
+    /// Users' requests (pause, cancel) waiting for a job's transfer to end.
+    var stopWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Decision → stopped, for every stop the policy or a user asked for (`/metrics`).
+    public internal(set) var stopLatency = LatencyHistogram()
     var stopped = false
     /// Why `run()` must throw once it has stopped: the link monitor failed for good.
     var failure: EngineError?
@@ -124,8 +127,6 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                     group.addTask { await self.forwardEvents(id, download) }
                 case let .reconcile(id):
                     reconcile(id)
-                case let .stopTransfer(download, cancel):
-                    group.addTask { if cancel { await download.cancel() } else { await download.pause() } }
                 case let .wake(deadline):
                     group.addTask {
                         try? await clock.sleep(until: deadline, tolerance: nil)
@@ -145,20 +146,17 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     public func shutdown() async {
         guard !stopped else { return }
         stopped = true
-        var pausing: [Download] = []
-        for (id, runtime) in jobs where runtime.running {
-            if let download = runtime.download { pausing.append(download) }
-            jobs[id]?.stopping = true
+        var ending: [String] = []
+        for id in jobs.keys {
+            guard let slot = index.slot(of: id), index[slot].lifecycle.phase.hasTransfer else { continue }
+            ending.append(id)
+            if !apply(slot, .shutdown).isEmpty { requestStop(id, reason: "the engine stopped", byPolicy: false, cancel: false) }
         }
-        await withTaskGroup(of: Void.self) { group in
-            for download in pausing { group.addTask { await download.pause() } }
-        }
-        // Every live job is saved: a running one as queued (it resumes at the next start), and each one's
-        // paused time up to now.
-        for (id, runtime) in jobs where !runtime.record.state.isFinal {
-            if runtime.record.state == .running { jobs[id]?.record.state = .queued }
-            persist(id)
-        }
+        // Each transfer's end is handled as any other (`runEnded`): a running one is queued again for the
+        // next start, one that completed meanwhile is completed.
+        await untilTransfersEnd(ending)
+        // Every live job is saved, with its paused time up to now.
+        for (id, runtime) in jobs where !runtime.record.state.isFinal { persist(id) }
         saveAccounting()
         commandSink.yield(.stop)
     }
@@ -189,7 +187,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         accounting.apply(snapshot)
         events.publish(.links(snapshot))
         // A link change may end an outage: transfers waiting to retry try again now.
-        for runtime in jobs.values where runtime.active && runtime.nextRetryAt != nil { runtime.download?.retryNow() }
+        for (id, runtime) in jobs where runtime.nextRetryAt != nil && isTransferring(id) { runtime.download?.retryNow() }
         reconcileAll()
     }
 
@@ -227,17 +225,11 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         // A copy: a job that finishes during the pass leaves the index, and its entry is then empty.
         for slot in index.schedule {
             let entry = index[slot]
-            guard !entry.id.isEmpty else { continue }
+            guard !entry.id.isEmpty, entry.lifecycle.phase.isDecided else { continue }
             var size = entry.policySize
-            var live: JobRuntime<C.Instant>?
             if entry.isLive {
-                guard let runtime = jobs[entry.id], !runtime.record.state.isFinal, runtime.record.state != .paused,
-                    !runtime.stopping
-                else { continue }
+                guard let runtime = jobs[entry.id] else { continue }
                 size = runtime.record.totalBytes ?? runtime.record.size
-                live = runtime
-            } else if entry.state == .paused {
-                continue
             }
             let key = SizedClass(jobClass: entry.jobClass, size: size ?? -1)
             let known: Int
@@ -259,30 +251,28 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             }
             count += 1
             if decided[known].number == entry.decision,
-                Self.unchanged(state: live?.record.state ?? entry.state, running: live?.running ?? false,
-                               action: decided[known].decision.action, slotsFull: activeCount >= configuration.maxActive)
+                Self.unchanged(entry.lifecycle.phase, action: decided[known].decision.action,
+                               slotsFull: activeCount >= configuration.maxActive)
             {
                 continue  // nothing to do for this job: most of a long queue on a link change
             }
-            if live == nil {
-                // A link change turns a long queue's decisions around: a queued job costs two numbers and
-                // the action planned once for its class, no record and no hashing.
+            let action: JobAction
+            if entry.isLive {
+                action = JobPlanner.plan(plannerInput(entry, decision: decided[known].decision))
+            } else {
+                // A link change turns a long queue's decisions around: a job that never started costs two
+                // numbers and the action planned once for its class, no record and no hashing.
                 if decided[known].queuedAction == nil {
-                    decided[known].queuedAction = JobPlanner.plan(queuedInput(decided[known].decision))
+                    decided[known].queuedAction = JobPlanner.plan(plannerInput(entry, decision: decided[known].decision))
                 }
-                var number = decided[known].number
-                if let wake = reconcileQueued(slot, decision: decided[known].decision, reason: decided[known].reason,
-                                              number: &number, held: &held, action: decided[known].queuedAction!,
-                                              activeCount: &activeCount) {
-                    earliest = min(earliest ?? wake, wake)
-                }
-                if decided[known].number == nil { decided[known].number = number }
-                continue
+                action = decided[known].queuedAction!
             }
-            if let wake = reconcile(entry.id, decision: decided[known].decision, reason: decided[known].reason,
-                                    activeCount: &activeCount) {
+            var number = decided[known].number
+            if let wake = decide(slot, decision: decided[known].decision, reason: decided[known].reason,
+                                 number: &number, held: &held, action: action, activeCount: &activeCount) {
                 earliest = min(earliest ?? wake, wake)
             }
+            if decided[known].number == nil { decided[known].number = number }
         }
         if let nextChange {
             let wake = origin.advanced(by: .seconds(nextChange.timeIntervalSince(originDate)))
@@ -292,11 +282,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         lastPass = (ContinuousClock.now - started, count)
     }
 
-    /// Whether a job with no transfer, whose decision is the one it already had, can only stay as it is:
-    /// waiting on a pause, or queued for a run while every transfer slot is taken.
-    static func unchanged(state: JobState, running: Bool, action: Action, slotsFull: Bool) -> Bool {
-        guard !running else { return false }
-        switch (action, state) {
+    /// Whether a job whose decision is the one it already had can only stay as it is: waiting on a pause,
+    /// or queued for a run while every transfer slot is taken.
+    static func unchanged(_ phase: JobPhase, action: Action, slotsFull: Bool) -> Bool {
+        switch (action, phase) {
         case (.pause, .waiting): return true
         case (.run, .queued), (.throttle, .queued): return slotsFull
         default: return false
@@ -306,119 +295,56 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     /// Decides one job now; returns the decision, if one was made.
     @discardableResult
     func reconcile(_ id: String) -> Decision? {
-        guard haveSnapshot, !stopped, let entry = index.entry(id) else { return nil }
+        guard haveSnapshot, !stopped, let slot = index.slot(of: id) else { return nil }
+        let entry = index[slot]
+        guard entry.lifecycle.phase.isDecided else { return nil }
         var info: JobInfo
         if let runtime = jobs[id] {
-            guard !runtime.record.state.isFinal, runtime.record.state != .paused, !runtime.stopping else { return nil }
             info = runtime.record.jobInfo
         } else {
-            guard entry.state != .paused else { return nil }
             info = index.classes[entry.jobClass].info(size: entry.policySize)
             info.id = id
         }
         let decision = policy.decide(job: info, snapshot: snapshot, usage: accounting.usage, now: now,
                                      timeZone: configuration.timeZone)
         var activeCount = runningCount
-        schedule(reconcile(id, decision: decision, activeCount: &activeCount))
+        var number: Int32?
+        var held: [Int32] = []
+        defer { for number in held { index.releaseDecision(number) } }
+        var wake = decide(slot, decision: decision, reason: decision.reasons.joined(separator: "; "), number: &number,
+                          held: &held, action: JobPlanner.plan(plannerInput(entry, decision: decision)),
+                          activeCount: &activeCount)
+        if let next = decision.nextChange {
+            let change = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
+            wake = min(wake ?? change, change)
+        }
+        schedule(wake)
         return decision
     }
 
     /// The ids of every job in the order a pass decides them: priority first, then the order they were added.
     public func decisionOrder() -> [String] { index.schedule.map { index[$0].id } }
 
-    /// Decides one job and carries the action out. Returns when it wants to be woken.
-    func reconcile(_ id: String, decision: Decision, reason: String? = nil, activeCount: inout Int) -> C.Instant? {
-        guard let slot = index.slot(of: id) else { return nil }
-        let reason = reason ?? decision.reasons.joined(separator: "; ")
-        guard var runtime = jobs[id] else {
-            var number: Int32?
-            var held: [Int32] = []
-            defer { for number in held { index.releaseDecision(number) } }
-            var wake = reconcileQueued(slot, decision: decision, reason: reason, number: &number, held: &held,
-                                       action: JobPlanner.plan(queuedInput(decision)), activeCount: &activeCount)
-            if let next = decision.nextChange {
-                let change = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
-                wake = min(wake ?? change, change)
-            }
-            return wake
-        }
-        let changed = index.setDecision(slot, DecisionKey(decision))
-        if changed { events.publish(.decision(job: id, decision)) }
-        var wake: C.Instant?
-        if let next = decision.nextChange {
-            wake = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
-        }
-        if changed {
-            runtime.record.rule = decision.rule
-            runtime.record.reason = reason
-        }
-        // Keep the decision without its reasons: the record holds them as one text.
-        var kept = decision
-        kept.reasons = []
-        runtime.decision = kept
-        let input = PlannerInput(
-            decision: decision, snapshot: snapshot, running: runtime.active, boundLink: runtime.boundLink,
-            currentRate: runtime.rate, pausedByPolicy: runtime.pausedByPolicy,
-            stableFor: lastChange.duration(to: clock.now), resumeAfter: policy.resumeAfter,
-            canBind: configuration.canBind)
-        switch JobPlanner.plan(input) {
-        case let .start(link, localAddress, rate):
-            guard activeCount < configuration.maxActive else {
-                if runtime.record.state != .queued && runtime.record.state != .waiting {
-                    runtime.record.state = .queued
-                }
-                runtime.record.reason = Self.slotReason(configuration.maxActive)
-                jobs[id] = runtime
-                return wake
-            }
-            jobs[id] = runtime
-            // A job that fails to start (a TLS file gone) takes no slot.
-            if start(id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey) { activeCount += 1 }
-            return wake
-        case let .pause(reason):
-            jobs[id] = runtime
-            stopTransfer(id, reason: reason, byUser: false, cancel: false)
-        case let .adjust(rate):
-            runtime.rate = rate
-            runtime.download?.setRateLimit(rate)
-            route(id, link: runtime.link, budgetKey: decision.budgetKey)
-            jobs[id] = runtime
-            events.publish(.throttled(job: id, rate: rate))
-        case let .wait(remaining):
-            if !runtime.lastWaitAnnounced {
-                events.publish(.waiting(job: id, remaining: remaining))
-                runtime.lastWaitAnnounced = true
-            }
-            runtime.record.state = .waiting
-            jobs[id] = runtime
-            let resumeAt = clock.now.advanced(by: remaining)
-            wake = min(wake ?? resumeAt, resumeAt)
-        case .none:
-            if runtime.active { route(id, link: runtime.link, budgetKey: decision.budgetKey) }
-            if !runtime.active && runtime.record.state == .queued && decision.action == .pause {
-                runtime.record.state = .waiting
-            }
-            jobs[id] = runtime
-        }
-        return wake
+    /// What the planner is told of a job: its transfer (if one runs), and whether the policy stopped it before.
+    func plannerInput(_ entry: JobEntry, decision: Decision) -> PlannerInput {
+        let runtime = entry.isLive ? jobs[entry.id] : nil
+        return PlannerInput(
+            decision: decision, snapshot: snapshot, running: entry.lifecycle.phase == .running,
+            boundLink: runtime?.boundLink, currentRate: runtime?.rate,
+            pausedByPolicy: entry.lifecycle.stoppedByPolicy, stableFor: lastChange.duration(to: clock.now),
+            resumeAfter: policy.resumeAfter, canBind: configuration.canBind)
     }
 
-    /// What the planner is told of a job that never started here: nothing runs, no pause of its own.
-    func queuedInput(_ decision: Decision) -> PlannerInput {
-        PlannerInput(
-            decision: decision, snapshot: snapshot, running: false, pausedByPolicy: false,
-            stableFor: lastChange.duration(to: clock.now), resumeAfter: policy.resumeAfter,
-            canBind: configuration.canBind)
-    }
-
-    /// `reconcile` for a job that never started here, with the action `JobPlanner` gave for `decision`: its
-    /// entry changes, and its record is read from the store only when it starts. `number` is the decision's
-    /// number in the index when known (the pass shares it between jobs alike), and is set when this job
-    /// gives the decision its number; that number is then held at once (added to `held`, which the caller
-    /// releases), before this job can leave the index and free it.
-    func reconcileQueued(_ slot: Int32, decision: Decision, reason: String, number: inout Int32?, held: inout [Int32],
-                         action: JobAction, activeCount: inout Int) -> C.Instant? {
-        let entry = index[slot]
+    /// Gives the job in `slot` its decision and carries out what its lifecycle makes of the planner's
+    /// `action`: the one path for every job, started here or not. A job that never started keeps no record
+    /// in memory until it starts. `number` is the decision's number in the index when known (a pass shares
+    /// it between jobs alike), and is set when this job gives the decision its number; that number is then
+    /// held at once (added to `held`, which the caller releases), before this job can leave the index and
+    /// free it. Returns when the job wants to be decided again (its decision's own time-driven change is
+    /// the caller's to schedule).
+    func decide(_ slot: Int32, decision: Decision, reason: String, number: inout Int32?, held: inout [Int32],
+                action: JobAction, activeCount: inout Int) -> C.Instant? {
+        let id = index[slot].id
         let changed: Bool
         if let number {
             changed = index.setDecision(slot, number: number)
@@ -429,38 +355,55 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             held.append(given)
             number = given
         }
-        if changed { events.publish(.decision(job: entry.id, decision)) }
-        // The decision's own time-driven change is the caller's to schedule (a pass does it once).
-        var wake: C.Instant?
-        var state = entry.state
-        var flags = entry.flags
-        flags.remove(.waitingForSlot)
-        switch action {
-        case let .start(link, localAddress, rate):
-            guard activeCount < configuration.maxActive else {
-                if state != .queued && state != .waiting { state = .queued }
-                flags.insert(.waitingForSlot)
-                break
+        if changed { events.publish(.decision(job: id, decision)) }
+        if jobs[id] != nil {
+            if changed {
+                jobs[id]!.record.rule = decision.rule
+                jobs[id]!.record.reason = reason
             }
-            // Not readable from the store: the entry may be gone, and is left as it is.
-            guard promote(slot, decision: decision, reason: reason) else { return wake }
-            if start(entry.id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey) { activeCount += 1 }
-            return wake
-        case let .wait(remaining):
-            if !flags.contains(.waitAnnounced) {
-                events.publish(.waiting(job: entry.id, remaining: remaining))
-                flags.insert(.waitAnnounced)
-            }
-            state = .waiting
-            let resumeAt = clock.now.advanced(by: remaining)
-            wake = min(wake ?? resumeAt, resumeAt)
-        case .none, .pause, .adjust:
-            // Nothing runs, so nothing to stop or adjust.
-            if state == .queued && decision.action == .pause { state = .waiting }
+            // Keep the decision without its reasons: the record holds them as one text.
+            var kept = decision
+            kept.reasons = []
+            jobs[id]!.decision = kept
         }
-        index.modify(slot) {
-            $0.state = state
-            $0.flags = flags
+        let slotFree = activeCount < configuration.maxActive
+        if case .start = action, slotFree, !index[slot].isLive {
+            // Not readable from the store: the entry may be gone, and is left as it is.
+            guard promote(slot, decision: decision, reason: reason) else { return nil }
+        }
+        let actions = apply(slot, .planned(action, policyPauses: decision.action == .pause, slotFree: slotFree))
+        if index[slot].lifecycle.waitingForSlot, jobs[id] != nil {
+            jobs[id]!.record.reason = Self.slotReason(configuration.maxActive)
+        }
+        var wake: C.Instant?
+        if case .none = action, index[slot].lifecycle.phase == .running {
+            route(id, link: jobs[id]?.link, budgetKey: decision.budgetKey)
+        }
+        for step in actions {
+            switch step {
+            case let .start(link, localAddress, rate):
+                if start(id, link: link, localAddress: localAddress, rate: rate, budgetKey: decision.budgetKey) {
+                    activeCount += 1
+                }
+            case let .stop(cancel):
+                var why = "the policy pauses this job"
+                if case let .pause(reason) = action { why = reason }
+                requestStop(id, reason: why, byPolicy: true, cancel: cancel)
+            case let .setRate(rate):
+                jobs[id]?.rate = rate
+                jobs[id]?.download?.setRateLimit(rate)
+                route(id, link: jobs[id]?.link, budgetKey: decision.budgetKey)
+                events.publish(.throttled(job: id, rate: rate))
+            case let .announceWait(remaining):
+                events.publish(.waiting(job: id, remaining: remaining))
+                let resumeAt = clock.now.advanced(by: remaining)
+                wake = min(wake ?? resumeAt, resumeAt)
+            case let .wake(remaining):
+                let resumeAt = clock.now.advanced(by: remaining)
+                wake = min(wake ?? resumeAt, resumeAt)
+            case .announcePaused, .removePartial, .announceCancelled:
+                break  // not a decision's: a transfer's end or a user's request
+            }
         }
         return wake
     }
@@ -489,7 +432,6 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         runtime.decision = kept
         // Paused time saved before (a restart, a failed job resumed) goes on counting.
         if let saved = (try? store.pausedSeconds([entry.id]))?[entry.id] { runtime.pausedTotal = .seconds(saved) }
-        runtime.lastWaitAnnounced = entry.flags.contains(.waitAnnounced)
         jobs[entry.id] = runtime
         index.modify(slot) { $0.flags.insert(.live) }
         return true
@@ -497,10 +439,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
 
     /// A finished job leaves memory once its transfer has ended: the store has its record.
     func retire(_ id: String) {
-        if let runtime = jobs[id] {
-            guard runtime.record.state.isFinal, !runtime.running else { return }
-            jobs[id] = nil
-        }
+        if let entry = index.entry(id), !entry.lifecycle.phase.isFinal { return }
+        jobs[id] = nil
         index.remove(id)
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Links
 import Policy
 import Transfer
@@ -10,8 +11,9 @@ public enum EngineEvent: Sendable {
     case decision(job: String, Decision)
     /// A transfer started or resumed over `link`.
     case started(job: String, link: String, bound: Bool, resumedFrom: Int64)
-    /// A running transfer was stopped by the policy (`byUser` false) or the user.
-    case paused(job: String, reason: String, byUser: Bool)
+    /// A running transfer was stopped by the policy (`byUser` false) or the user: said once the transfer has
+    /// ended with its checkpoint written, so no byte of the job is written after it.
+    case paused(job: String, reason: String, byUser: Bool, timing: PauseTiming)
     /// Allowed again; resuming once the links have been stable long enough.
     case waiting(job: String, remaining: Duration)
     /// The rate limit of a running transfer changed.
@@ -25,4 +27,17 @@ public enum EngineEvent: Sendable {
     case added(job: String)
     /// The policy was reloaded from these files (a SIGHUP or a changed file).
     case policyReloaded(files: [String])
+}
+
+/// When a pause was decided, and how long the transfer took to stop after that.
+public struct PauseTiming: Sendable, Hashable {
+    /// The wall-clock time of the decision (or the user's request).
+    public var decidedAt: Date
+    /// Decision → transfer ended with its checkpoint written.
+    public var stoppedAfter: Duration
+
+    public init(decidedAt: Date, stoppedAfter: Duration) {
+        self.decidedAt = decidedAt
+        self.stoppedAfter = stoppedAfter
+    }
 }

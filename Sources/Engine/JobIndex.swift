@@ -49,15 +49,11 @@ struct DecisionKey: Hashable, Sendable {
 struct JobEntry: Sendable {
     struct Flags: OptionSet, Sendable {
         let rawValue: UInt8
-        /// The engine holds the job's record and transfer (`Engine.jobs`); the fields below are then the
-        /// runtime's, and only `id`, `priority`, `jobClass` and `decision` here count.
+        /// The engine holds the job's record and transfer (`Engine.jobs`); the record's size and class are
+        /// then the runtime's. The lifecycle is always the entry's.
         static let live = Flags(rawValue: 1)
         /// `ownerUID` is set (jobs stored before owners were recorded have none: the daemon's own).
         static let owned = Flags(rawValue: 2)
-        /// A `waiting` event was published for the current wait.
-        static let waitAnnounced = Flags(rawValue: 4)
-        /// Allowed to run, but every transfer slot was taken at the last pass.
-        static let waitingForSlot = Flags(rawValue: 8)
     }
 
     var id: String
@@ -68,7 +64,8 @@ struct JobEntry: Sendable {
     var decision: Int32
     var ownerUID: UInt32
     var priority: Int32
-    var state: JobState
+    /// The job's state: the one place it is kept, live or not.
+    var lifecycle: JobLifecycle
     var flags: Flags
     /// The job's place in the order jobs were added (the store's rowid): among equal priorities, older first.
     var sequence: Int64
@@ -76,6 +73,7 @@ struct JobEntry: Sendable {
     var policySize: Int64? { size < 0 ? nil : size }
     var owner: UInt32? { flags.contains(.owned) ? ownerUID : nil }
     var isLive: Bool { flags.contains(.live) }
+    var state: JobState { lifecycle.phase.jobState }
 }
 
 /// Every job that is not finished, in the few bytes a pass needs: the id, priority, state, owner, a class
@@ -92,7 +90,7 @@ struct JobIndex: Sendable {
     private(set) var classes = InternTable<JobClass>()
     private(set) var decisions = InternTable<DecisionKey>()
 
-    /// Jobs here that are queued or waiting and not live (`Engine.jobs` counts the live ones).
+    /// Jobs here that are queued or waiting.
     private(set) var waitingCount = 0
 
     /// Unfinished jobs per owner (jobs without a recorded owner are the daemon's, and not counted).
@@ -164,7 +162,8 @@ struct JobIndex: Sendable {
         if row.ownerUID != nil { flags.insert(.owned) }
         let entry = JobEntry(
             id: row.id, size: row.size ?? -1, jobClass: classes.acquire(row.jobClass), decision: -1,
-            ownerUID: row.ownerUID ?? 0, priority: Int32(clamping: row.jobClass.priority), state: row.state, flags: flags,
+            ownerUID: row.ownerUID ?? 0, priority: Int32(clamping: row.jobClass.priority),
+            lifecycle: JobLifecycle(JobPhase(stored: row.state)), flags: flags,
             sequence: row.sequence)
         let slot: Int32
         if let reused = unusedEntries.popLast() {
@@ -193,25 +192,25 @@ struct JobIndex: Sendable {
         if entry.decision >= 0 { decisions.release(entry.decision) }
         if let position = schedule.firstIndex(of: slot) { schedule.remove(at: position) }
         entries[Int(slot)] = JobEntry(id: "", size: -1, jobClass: -1, decision: -1, ownerUID: 0, priority: 0,
-                                      state: .cancelled, flags: [], sequence: 0)
+                                      lifecycle: JobLifecycle(.cancelled), flags: [], sequence: 0)
         unusedEntries.append(slot)
     }
 
-    /// Changes an entry's state, flags or size (not its class or decision: `setDecision`).
-    mutating func modify(_ slot: Int32, _ body: (inout JobEntry) -> Void) {
+    /// Changes an entry's lifecycle, flags or size (not its class or decision: `setDecision`).
+    mutating func modify<T, E: Error>(_ slot: Int32, _ body: (inout JobEntry) throws(E) -> T) throws(E) -> T {
         waitingCount -= Self.waits(entries[Int(slot)])
-        body(&entries[Int(slot)])
-        waitingCount += Self.waits(entries[Int(slot)])
+        defer { waitingCount += Self.waits(entries[Int(slot)]) }
+        return try body(&entries[Int(slot)])
     }
 
     private static func waits(_ entry: JobEntry) -> Int {
-        !entry.isLive && (entry.state == .queued || entry.state == .waiting) ? 1 : 0
+        entry.state == .queued || entry.state == .waiting ? 1 : 0
     }
 
-    /// How many of the jobs that are not live are in each state.
+    /// How many of the jobs are in each state.
     func stateCounts() -> [JobState: Int] {
         var counts: [JobState: Int] = [:]
-        for entry in entries where !entry.id.isEmpty && !entry.isLive { counts[entry.state, default: 0] += 1 }
+        for entry in entries where !entry.id.isEmpty { counts[entry.state, default: 0] += 1 }
         return counts
     }
 

@@ -19,6 +19,7 @@ public enum Metrics {
         let snapshot = await engine.snapshot
         let pass = await engine.lastPass
         let primaryMetered = await engine.primaryIsMetered()
+        let stops = await engine.stopLatency
         var text = Text()
         text.family("meterwise_jobs", .gauge, "Jobs by state.")
         for state in JobState.allCases {
@@ -47,12 +48,19 @@ public enum Metrics {
         text.sample("meterwise_decision_pass_seconds", [:], pass.duration.seconds)
         text.family("meterwise_decision_pass_jobs", .gauge, "Jobs the last pass decided.")
         text.sample("meterwise_decision_pass_jobs", [:], pass.jobs)
+        text.family("meterwise_pause_stop_seconds", .histogram,
+                    "From a pause's decision (or a user's pause or cancel) to its transfer ended with the checkpoint written.")
+        for (bound, count) in stops.cumulative {
+            text.sample("meterwise_pause_stop_seconds_bucket", ["le": bound], count)
+        }
+        text.sample("meterwise_pause_stop_seconds_sum", [:], stops.sum)
+        text.sample("meterwise_pause_stop_seconds_count", [:], stops.count)
         return text.output
     }
 
     /// Builds exposition text: `# HELP`/`# TYPE` once per family, then its samples.
     struct Text {
-        enum Kind: String { case gauge, counter }
+        enum Kind: String { case gauge, counter, histogram }
         private(set) var output = ""
 
         mutating func family(_ name: String, _ kind: Kind, _ help: String) {

@@ -85,9 +85,10 @@ final class TimelinePrinter: Sendable {
             line(resumedFrom > 0
                  ? "resume   over \(link) from \(Units.formatBytes(resumedFrom))\(bound ? " (bound to its address)" : "")"
                  : "start    over \(link)\(bound ? " (bound to its address)" : "")")
-        case let .paused(job, reason, byUser):
+        case let .paused(job, reason, byUser, timing):
             if json {
-                emit(["event": "paused", "job": job, "reason": reason, "by_user": byUser])
+                emit(["event": "paused", "job": job, "reason": reason, "by_user": byUser,
+                      "stop_ms": timing.stoppedAfter.seconds * 1000])
                 return
             }
             line("pause    \(reason)")

@@ -110,11 +110,16 @@ public enum ControlAPI {
         public var tags: [String]?
         public var allowedLinks: [String]?
         public var nextChange: Date?
+        /// A `paused` event: when the pause was decided (or asked for), and how long the transfer took to
+        /// stop after that (the event itself comes once it has, with its checkpoint written).
+        public var decidedAt: Date?
+        public var stopSeconds: Double?
 
         enum CodingKeys: String, CodingKey {
             case event, job, at, primary, kind, action, rule, reason, link, sha256, rate, tags
             case bytesDone = "bytes_done", totalBytes = "total_bytes", bytesPerSecond = "bytes_per_second"
             case allowedLinks = "allowed_links", nextChange = "next_change"
+            case decidedAt = "decided_at", stopSeconds = "stop_seconds"
         }
 
         public init(event: String, job: String? = nil, at: Date = Date()) {

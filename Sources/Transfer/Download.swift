@@ -93,6 +93,17 @@ public final class Download: Sendable {
         }
     }
 
+    /// Asks the download to stop without waiting: a `run()` in progress, or the next one to begin, returns
+    /// `.paused` (`.cancelled` for a cancel) once its checkpoint is written. For a caller that learns of the
+    /// end from `run()` itself (the engine), so no task waits on the stop.
+    public func requestStop(cancel: Bool) {
+        let reason: StopReason = cancel ? .cancel : .pause
+        control.withLock { s in
+            if s.stopRequested != .cancel { s.stopRequested = reason }
+            s.stopSignal?.yield(reason)
+        }
+    }
+
     /// Asks a running download to stop and waits until `run()` has returned; false when it was not running.
     @discardableResult
     private func stop(_ reason: StopReason) async -> Bool {
@@ -142,10 +153,10 @@ public final class Download: Sendable {
     /// Runs the download to completion, pause or cancellation, resuming from the checkpoint if there
     /// is one. Call it again after `.paused` to resume.
     public func run() async throws(TransferError) -> DownloadOutcome {
+        // A stop requested before the run began (`requestStop`) stops it at once; `run()` clears it on return.
         let begun = control.withLock { s -> Bool in
             guard !s.running else { return false }
             s.running = true
-            s.stopRequested = nil
             return true
         }
         guard begun else {

@@ -96,19 +96,22 @@ import Testing
         #expect(index.decisions.number(of: pause) == nil)
     }
 
-    @Test func waitingCountFollowsStatesAndLiveness() {
+    @Test func waitingCountFollowsLifecycles() throws {
         var index = JobIndex()
         index.insert(row("a"))
         index.insert(row("b", state: .waiting))
         index.insert(row("c", state: .paused))
         #expect(index.waitingCount == 2)
+        // A live job counts as any other: the lifecycle is the entry's.
         index.modify(index.slot(of: "a")!) { $0.flags.insert(.live) }
+        #expect(index.waitingCount == 2)
+        _ = try index.modify(index.slot(of: "a")!) { try $0.lifecycle.handle(.userPause) }
         #expect(index.waitingCount == 1)
-        index.modify(index.slot(of: "c")!) { $0.state = .queued }
+        _ = try index.modify(index.slot(of: "c")!) { try $0.lifecycle.handle(.userResume) }
         #expect(index.waitingCount == 2)
         index.remove("b")
         #expect(index.waitingCount == 1)
-        #expect(index.stateCounts() == [.queued: 1])
+        #expect(index.stateCounts() == [.queued: 1, .paused: 1])
     }
 
     @Test func anOwnerIsKeptAndNoOwnerIsTheDaemons() {
