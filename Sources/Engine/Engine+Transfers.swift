@@ -41,6 +41,7 @@ extension Engine {
         runtime.link = link
         runtime.rate = rate
         runtime.fetchedBeforeRun = runtime.record.bytesFetched
+        runtime.discardedBeforeRun = runtime.record.discardedBytes ?? 0
         if let since = runtime.pausedSince {
             runtime.pausedTotal += since.duration(to: clock.now)
             runtime.pausedSince = nil
@@ -138,9 +139,7 @@ extension Engine {
             }
             jobs[id]?.record.bytesDone = progress.bytesDone
             jobs[id]?.record.totalBytes = progress.totalBytes
-            if let before = jobs[id]?.fetchedBeforeRun {
-                jobs[id]?.record.bytesFetched = fetchedSum(before, progress.bytesFetched)
-            }
+            count(progress, job: id)
             events.publish(.progress(job: id, progress))
             // A budget can run out mid-transfer: decide again while bytes count against one.
             if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
@@ -160,13 +159,18 @@ extension Engine {
         case let .warning(text):
             events.publish(.notice(job: id, text))
         case let .paused(progress):
-            // The run's last count (run() returns the outcome; runEnded handles the rest).
-            if let before = jobs[id]?.fetchedBeforeRun {
-                jobs[id]?.record.bytesFetched = fetchedSum(before, progress.bytesFetched)
-            }
+            // The run's last count (run() returns the outcome and runEnded counts it too: whichever is first).
+            count(progress, job: id)
         case .completed, .cancelled, .failed:
             break  // run() returns these; runEnded handles them
         }
+    }
+
+    /// A run's counts so far, added to what the job's earlier runs counted.
+    func count(_ progress: DownloadProgress, job id: String) {
+        guard let runtime = jobs[id] else { return }
+        jobs[id]?.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, progress.bytesFetched)
+        jobs[id]?.record.discardedBytes = fetchedSum(runtime.discardedBeforeRun, progress.discardedBytes)
     }
 
     func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
@@ -186,6 +190,7 @@ extension Engine {
             runtime.record.totalBytes = download.totalBytes
             runtime.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, download.bytesFetched)
             runtime.record.refetchedBytes += download.refetchedBytes
+            runtime.record.discardedBytes = fetchedSum(runtime.discardedBeforeRun, download.discardedBytes)
             runtime.record.reason = nil
             if let since = runtime.pausedSince {
                 runtime.pausedTotal += since.duration(to: clock.now)
@@ -193,6 +198,10 @@ extension Engine {
             }
         case .success(.paused):
             end = .paused
+            if let progress = runtime.download?.pausedProgress {
+                runtime.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, progress.bytesFetched)
+                runtime.record.discardedBytes = fetchedSum(runtime.discardedBeforeRun, progress.discardedBytes)
+            }
         case .success(.cancelled):
             end = .cancelled
         case let .failure(error):

@@ -25,6 +25,8 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
     /// `record.bytesFetched` when the current transfer run began: the run's own count (its progress
     /// events) adds to it, so `bytes_fetched` grows while a job runs and sums every run.
     var fetchedBeforeRun: Int64 = 0
+    /// `record.discardedBytes` when the current transfer run began, likewise.
+    var discardedBeforeRun: Int64 = 0
     /// The stop being carried out: why, and when it was decided (for decision → stopped latency).
     var stop: (reason: String, decidedAt: ContinuousClock.Instant, wallClock: Date)?
 

@@ -122,6 +122,9 @@ public final class JobStore: Sendable {
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS job_destination ON job(destination)")
             try db.execute(sql: "ALTER TABLE job ADD COLUMN paused_seconds REAL NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v7-discarded") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN discarded_bytes INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

@@ -37,6 +37,9 @@ public struct JobRecord: Sendable, Codable, Hashable {
     public var totalBytes: Int64?
     public var bytesFetched: Int64
     public var refetchedBytes: Int64
+    /// Bytes received and thrown away over every run: read past what was needed, or still arriving when a
+    /// transfer was stopped (a pause). Nil only from a daemon older than this field.
+    public var discardedBytes: Int64?
     public var sha256: String?
     /// The matched rule and reasons of the last decision, for `status`.
     public var rule: String?
@@ -69,7 +72,7 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case allowRoaming = "allow_roaming", bytesDone = "bytes_done", totalBytes = "total_bytes"
         case bytesFetched = "bytes_fetched", refetchedBytes = "refetched_bytes", checkpointPath = "checkpoint_path"
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
-        case maxSize = "max_size", interruptions
+        case maxSize = "max_size", interruptions, discardedBytes = "discarded_bytes"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy
     }
 
@@ -93,6 +96,7 @@ public struct JobRecord: Sendable, Codable, Hashable {
         self.totalBytes = nil
         self.bytesFetched = 0
         self.refetchedBytes = 0
+        self.discardedBytes = 0
         self.checkpointPath = checkpointPath ?? destination + ".part.checkpoint"
         self.ownerUID = ownerUID
         self.ownerGID = ownerGID

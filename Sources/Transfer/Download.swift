@@ -24,6 +24,7 @@ public final class Download: Sendable {
         var stopSignal: AsyncStream<StopReason>.Continuation?
         var stopWaiters: [CheckedContinuation<Bool, Never>] = []
         var localAddress: String?
+        var pausedProgress: DownloadProgress?
     }
 
     /// The request this download carries out.
@@ -227,4 +228,14 @@ public final class Download: Sendable {
     }
 
     var localAddress: String? { control.withLock { $0.localAddress } }
+
+    /// The counts of the last run that ended paused (what its `.paused` event said): for a caller that
+    /// learns of the end from `run()` and wants them with it.
+    public var pausedProgress: DownloadProgress? {
+        get { control.withLock { $0.pausedProgress } }
+    }
+
+    func setPausedProgress(_ progress: DownloadProgress) {
+        control.withLock { $0.pausedProgress = progress }
+    }
 }

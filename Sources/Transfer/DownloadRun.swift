@@ -235,14 +235,12 @@ struct DownloadRun: Sendable {
             case .stopped(.pause):
                 try await writer.checkpointNow()
                 let c = board.counters
-                download.sink.yield(
-                    .paused(
-                        DownloadProgress(
-                            bytesDone: c.done, totalBytes: c.total, bytesFetched: totals.fetched.withLock { $0 },
-                            bytesPerSecond: 0, activeSegments: 0, discardedBytes: totals.discarded.withLock { $0 }
-                        )
-                    )
+                let progress = DownloadProgress(
+                    bytesDone: c.done, totalBytes: c.total, bytesFetched: totals.fetched.withLock { $0 },
+                    bytesPerSecond: 0, activeSegments: 0, discardedBytes: totals.discarded.withLock { $0 }
                 )
+                download.setPausedProgress(progress)
+                download.sink.yield(.paused(progress))
                 logger.info("paused", metadata: ["bytes": "\(c.done)", "discarded": "\(totals.discarded.withLock { $0 })"])
                 return .paused
             case .stopped(.cancel):
