@@ -20,11 +20,14 @@ public struct LabReport: Sendable {
     public var duration: Duration
     /// The engine's stderr, kept when it failed.
     public var engineStderr: String
+    /// The device's rx counters as sampled through the run (for figures between events, e.g. what arrived
+    /// after a pause).
+    public var samples: [LabAnalysis.Sample]
 
     public init(scenario: String, sha256: String, size: Int64, engineExit: Int32, engineSummary: String?,
                 engineEvents: [(at: Duration, json: String)], interfaces: [String: InterfaceCounters.Bytes],
                 steps: [LabAnalysis.StepFigures], meteredPrimaryBytes: [String: Int64], duration: Duration,
-                engineStderr: String) {
+                engineStderr: String, samples: [LabAnalysis.Sample] = []) {
         self.scenario = scenario
         self.sha256 = sha256
         self.size = size
@@ -36,6 +39,7 @@ public struct LabReport: Sendable {
         self.meteredPrimaryBytes = meteredPrimaryBytes
         self.duration = duration
         self.engineStderr = engineStderr
+        self.samples = samples
     }
 
     /// The engine's summary as a dictionary.
@@ -91,6 +95,10 @@ public struct LabReport: Sendable {
             },
         ]
         if let summary = summaryObject { object["engine_summary"] = summary }
+        // Columns: the sample times, then each link's rx counter at those times.
+        var columns: [String: Any] = ["at_ms": samples.map { ms($0.at) }]
+        for link in Set(samples.flatMap(\.rx.keys)).sorted() { columns[link] = samples.map { $0.rx[link] ?? 0 } }
+        object["rx_samples"] = columns
         return object
     }
 }

@@ -145,7 +145,7 @@ public struct LabRun: Sendable {
             engineSummary: summary, engineEvents: events,
             interfaces: after.delta(since: before).filter { names.contains($0.key) },
             steps: figures, meteredPrimaryBytes: LabAnalysis.meteredPrimaryBytes(figures, uplinks: uplinks),
-            duration: end, engineStderr: stderr)
+            duration: end, engineStderr: stderr, samples: record.samples.withLock { $0 })
     }
 
     /// What the run's concurrent tasks record.

@@ -140,12 +140,13 @@ struct DemoCommand: AsyncParsableCommand {
         let outcome = !timedOut.fired.withLock { $0 }
         let status = try await engine.status(job.id)
         let actual = FileManager.default.fileExists(atPath: destination) ? try DemoDefaults.sha256(ofFile: destination) : nil
-        let summary = DemoSummary(
+        var summary = DemoSummary(
             sha256: actual, expected: source.sha256, state: status.job.state.rawValue,
             bytesByKind: engine.accounting.bytesByKind, bytesByLink: engine.accounting.bytesByLink,
             pausedSeconds: status.pausedSeconds, refetchedBytes: status.job.refetchedBytes,
             bytesFetched: engine.accounting.bytesByLink.values.reduce(0, +), size: status.job.totalBytes ?? bytes,
             elapsedSeconds: started.duration(to: clock.now).seconds, timedOutAfter: outcome ? nil : limit.seconds)
+        summary.discardedBytes = status.job.discardedBytes ?? 0
         printer.summary(summary)
         if !outcome {
             Output.error("meterwise demo: timed out after \(Units.formatted(limit.seconds, digits: 1)) s with the job \(status.job.state.rawValue); "

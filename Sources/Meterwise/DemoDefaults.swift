@@ -52,6 +52,8 @@ struct DemoSummary: Encodable {
     var elapsedSeconds: Double
     /// The `--timeout` (or its default) in seconds when the demo gave up before the download finished.
     var timedOutAfter: Double? = nil
+    /// Bytes received and not kept (`discarded_bytes` of the job): mostly what was in flight at each pause.
+    var discardedBytes: Int64 = 0
 
     var sha256OK: Bool { sha256 == expected }
 
@@ -62,7 +64,7 @@ struct DemoSummary: Encodable {
         case sha256OK = "sha256_ok", sha256, state, bytesByKind = "bytes_by_kind", bytesByLink = "bytes_by_link"
         case pausedSeconds = "paused_seconds", refetchedBytes = "refetched_bytes", wastedBytes = "wasted_bytes"
         case bytesFetched = "bytes_fetched", size, elapsedSeconds = "elapsed_seconds"
-        case timedOut = "timed_out", timeoutSeconds = "timeout_seconds"
+        case timedOut = "timed_out", timeoutSeconds = "timeout_seconds", discardedBytes = "discarded_bytes"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -78,6 +80,7 @@ struct DemoSummary: Encodable {
         try c.encode(refetchedBytes, forKey: .refetchedBytes)
         try c.encode(wastedBytes, forKey: .wastedBytes)
         try c.encode(bytesFetched, forKey: .bytesFetched)
+        try c.encode(discardedBytes, forKey: .discardedBytes)
         try c.encode(size, forKey: .size)
         try c.encode((elapsedSeconds * 100).rounded() / 100, forKey: .elapsedSeconds)
         try c.encode(timedOutAfter != nil, forKey: .timedOut)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The lab parts of the engine benchmark, from `meterwise lab --json` (root):
 #   - pause latency: from the step's `ip -batch` starting (the kernel event follows within its run
-#     time, `ip_ms`) to the engine's `paused` event line reaching the lab; goal p99 <= 20 ms;
+#     time, `ip_ms`) to the engine's `paused` event line reaching the lab; goal p99 <= 20 ms. Since
+#     issue 24 the event comes once the transfer has stopped with its checkpoint written (before, at the
+#     decision), and says how long that took after the decision (`stop_ms`: decision -> stopped);
+#   - in flight at a pause: what wlan0 still received from each pause's decision to the next start, next
+#     to the job's `discarded_bytes` (what it read and did not keep);
 #   - kernel-side pause: with both links up and the primary moved to the metered wwan0, how long after
 #     the step wlan0 still received bytes (5 ms sampling; includes the TCP receive window draining);
 #   - leakage: bytes received on wwan0 while it was the metered primary uplink; goal <= 64 KiB;
@@ -89,7 +93,7 @@ rows = []
 for kind in ("drop", "swap"):
     r = load(kind)
     if r is None:
-        rows.append([kind] + ["no result (see stderr)"] * 5); continue
+        rows.append([kind] + ["no result (see stderr)"] * 7); continue
     metered = [s for s in r.get("steps", []) if s.get("primary") == "wwan0"]
     paused = events(r, "paused")
     pause = []
@@ -104,17 +108,38 @@ for kind in ("drop", "swap"):
         due = t + 1000 * float(e.get("remaining_seconds", 0))
         later = [s for s, _ in started if s >= t]
         if later: resume.append(min(later) - due)
+    # Decision -> stopped: the paused event says it (stop_ms) since the event waits for the stop; an older
+    # build published "paused" at the decision and has no stop_ms.
+    stop = [e["stop_ms"] for _, e in paused if "stop_ms" in e]
+    # What the kernel still received on wlan0 from each pause's decision until the next start, next to the
+    # bytes the job discarded in all.
+    samples = r.get("rx_samples", {})
+    at, rx = samples.get("at_ms", []), samples.get("wlan0", [])
+    def rx_at(t):
+        value = rx[0] if rx else 0
+        for s_at, s_rx in zip(at, rx):
+            if s_at > t: break
+            value = s_rx
+        return value
+    after_pause = 0
+    for t, e in paused:
+        decided = t - float(e.get("stop_ms", 0))
+        later = [s for s, _ in started if s > t]
+        if rx and later: after_pause += rx_at(min(later)) - rx_at(decided)
+    discarded = (r.get("engine_summary") or {}).get("discarded_bytes")
     leak = r.get("metered_primary_rx_bytes", {}).get("wwan0")
     iface = r.get("interfaces", {})
     rows.append([kind,
                  pp(pause) + (f"; ip -batch {pct(ip, 50):.1f} ms" if ip and pause else ""),
+                 pp(stop) if stop else "n/a (paused said at the decision)",
+                 (f"{after_pause} B / {discarded} B" if rx and discarded is not None else "n/a"),
                  pp(quiet) if kind == "swap" else "- (link down)",
                  "n/a" if leak is None else f"{leak} B",
                  pp(resume),
                  f"sha256_ok {r.get('sha256_ok')}, {len(metered)} toggles, wlan0 rx {iface.get('wlan0', {}).get('rx_bytes')} B, wwan0 rx {iface.get('wwan0', {}).get('rx_bytes')} B, {r.get('duration_seconds')} s"])
 print(f"engine lab bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {toggles} toggles, downloader {downloader}, wlan0 {fast_rate}, wwan0 3mbit")
 print()
-print("| scenario | kernel event → engine paused, p50 / p99 (goal p99 ≤ 20 ms) | wlan0 last rx after the swap, p50 / p99 | leakage on wwan0 while metered primary (goal ≤ 64 KiB) | resume after the hysteresis, p50 / p99 | run |")
-print("|---|---|---|---|---|---|")
+print("| scenario | kernel event → engine paused, p50 / p99 (goal p99 ≤ 20 ms) | decision → stopped (stop_ms), p50 / p99 | wlan0 rx from each pause's decision to the next start / job's discarded_bytes | wlan0 last rx after the swap, p50 / p99 | leakage on wwan0 while metered primary (goal ≤ 64 KiB) | resume after the hysteresis, p50 / p99 | run |")
+print("|---|---|---|---|---|---|---|---|")
 for row in rows: print("| " + " | ".join(row) + " |")
 PY
