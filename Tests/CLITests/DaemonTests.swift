@@ -131,7 +131,7 @@ import Testing
         #expect(run.stderr.contains("systemctl --user start meterwise"), "\(run.stderr)")
         // A file that is not a socket fails at once, instead of waiting for a connection timeout.
         let plain = FileManager.default.temporaryDirectory.appendingPathComponent("mw-not-a-socket-\(getpid())").path
-        FileManager.default.createFile(atPath: plain, contents: Data("x".utf8))
+        try #require(FileManager.default.createFile(atPath: plain, contents: Data("x".utf8)))
         defer { try? FileManager.default.removeItem(atPath: plain) }
         let start = ContinuousClock.now
         let notSocket = try BinaryRun.run(["list", "--socket", plain])

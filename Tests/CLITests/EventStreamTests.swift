@@ -19,7 +19,7 @@ import TestSupport
 
         init(socket: String, output: String, headers: Bool = false) throws {
             self.output = output
-            FileManager.default.createFile(atPath: output, contents: nil)
+            try #require(FileManager.default.createFile(atPath: output, contents: nil))
             process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = ["-sN", "--unix-socket", socket] + (headers ? ["-D", "-"] : []) + ["http://localhost/v1/events"]
@@ -73,7 +73,7 @@ import TestSupport
         run.executableURL = URL(fileURLWithPath: RepoPaths.binary)
         run.arguments = ["run", "--tag", "script", "--socket", daemon.socket, "--", "/bin/sh", "-c", "echo $$ > '\(marker)'; exec sleep 60"]
         let log = directory.appendingPathComponent("run.log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
+        try #require(FileManager.default.createFile(atPath: log, contents: nil))
         run.standardError = FileHandle(forWritingAtPath: log)
         run.standardOutput = FileHandle.nullDevice
         try run.run()

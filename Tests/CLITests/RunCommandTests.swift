@@ -24,7 +24,7 @@ import TestSupport
                              "--policy", RepoPaths.file("policies/default.yaml"), "--", "sh", "-c", "sleep 2; exit 7"]
         process.standardOutput = FileHandle.nullDevice
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("mwrun-\(UUID().uuidString).log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
+        try #require(FileManager.default.createFile(atPath: log, contents: nil))
         defer { try? FileManager.default.removeItem(atPath: log) }
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
@@ -60,7 +60,8 @@ struct RunLaunchTests {
         #expect(!missing.stderr.contains("Usage:"), "\(missing.stderr)")
 
         let path = "/tmp/mwl-\(UInt32.random(in: 0...UInt32.max)).sh"
-        FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8), attributes: [.posixPermissions: 0o644])
+        try #require(FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8),
+                                                    attributes: [.posixPermissions: 0o644]))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let plain = try BinaryRun.run(["run", "--local", "--", path])
         #expect(plain.status == 126, "\(plain.stderr)")
