@@ -15,6 +15,7 @@ public final class RangeServer: Sendable {
         var requests: [ServedRequest] = []
         var bytesServed: Int64 = 0
         var openConnections = 0
+        var peakConnections = 0
     }
 
     /// The bound port (the kernel's choice when started with port 0).
@@ -99,7 +100,16 @@ public final class RangeServer: Sendable {
     /// Connections open now.
     public var openConnections: Int { state.withLock { $0.openConnections } }
 
-    func connection(opened: Bool) { state.withLock { $0.openConnections += opened ? 1 : -1 } }
+    /// The most connections that were open at once since the server started: counted as they open, so a
+    /// connection that lived for a moment is not missed (a test that samples `openConnections` could).
+    public var peakOpenConnections: Int { state.withLock { $0.peakConnections } }
+
+    func connection(opened: Bool) {
+        state.withLock {
+            $0.openConnections += opened ? 1 : -1
+            $0.peakConnections = max($0.peakConnections, $0.openConnections)
+        }
+    }
 
     /// Waits (polling every 10 ms, at most `timeout`) until no connection is open: requests a client
     /// cancelled may still arrive on connections it has not closed yet.

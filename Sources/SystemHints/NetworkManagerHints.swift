@@ -37,7 +37,8 @@ public struct NetworkManagerHints: LinkHintSource {
 }
 
 /// What a bus hint source watches and reads; `HintLoop` does the rest (connection, signals, back-off).
-protocol BusHintReader {
+/// Sendable: a reader is made by the caller and then used only on the loop's own thread.
+protocol BusHintReader: Sendable {
     /// The well-known name of the service, for `NameOwnerChanged` and `NameHasOwner`.
     var service: String { get }
     /// How the service is called in log lines.

@@ -64,7 +64,7 @@ public struct NetworkdLeaseHints: LinkHintSource {
             else { continue }
             var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
             guard if_indextoname(index, &name) != nil else { continue }
-            byName[String(cString: name)] = hint
+            byName[String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)] = hint
         }
         // networkd counts as running once it holds a lease: an empty directory says nothing.
         return LinkHints(byName: byName, sources: leases > 0 ? ["networkd"] : [])

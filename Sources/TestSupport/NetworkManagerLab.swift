@@ -109,7 +109,9 @@ public final class NetworkManagerLab: @unchecked Sendable {
         let line = "\(assignments) exec \(quoted) </dev/null >'\(directory)/\(log)' 2>&1"
         let result = try await Subprocess.run(
             .name("sh"), arguments: ["-c", "(\(line)) & echo $!"], output: .string(limit: 4096), error: .discarded)
-        let output = result.standardOutput ?? ""
+        // swift-subprocess 1.0.0 gives `String?` here, later 1.0.x `String` (Package.swift allows both).
+        let collected: String? = result.standardOutput
+        let output = collected ?? ""
         guard let pid = Int32(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw LabError(.childFailed, "cannot start \(argv.first ?? "?"): \(output)")
         }

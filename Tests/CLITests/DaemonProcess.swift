@@ -17,11 +17,20 @@ final class DaemonProcess: Sendable {
                              "--socket", directory.appendingPathComponent("d.sock").path,
                              "--policy", policy] + extra
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        // Its log (stderr), appended to across restarts in one directory: what a test may wait for.
+        let logPath = directory.appendingPathComponent("daemon.log").path
+        let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        process.standardError = FileHandle(fileDescriptor: log, closeOnDealloc: true)
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
         try process.run()
+    }
+
+    /// What the daemon has logged so far (stderr, every process started in this directory).
+    var log: String {
+        (try? String(contentsOfFile: directory.appendingPathComponent("daemon.log").path, encoding: .utf8)) ?? ""
     }
 
     func waitUntilListening() async -> Bool {

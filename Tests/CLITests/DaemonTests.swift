@@ -113,10 +113,12 @@ import Testing
         let id = try #require(((try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
             as? [String: Any])?["id"] as? String)
         #expect(await eventually { (try? daemon.cli(["status", id]).stdout.contains("hold-on-cellular")) == true })
-        // A broken file is not applied: the old rule stays.
+        // A broken file is not applied: the old rule stays. The daemon logs its rejection once it has read the
+        // file (a reload applied would have come before that line), so the status after it shows the outcome.
         try "version: 1\nrules:\n  - { name: broken, when: { metered: maybe }, action: pause }\n"
             .write(to: policyFile, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await eventually { daemon.log.contains("policy not reloaded") }, "no rejection logged: \(daemon.log)")
+        #expect(daemon.log.contains("10-main.yaml:3"), "the rejection does not name the line: \(daemon.log)")
         #expect(try daemon.cli(["status", id]).stdout.contains("hold-on-cellular"))
         // A valid change is applied at once, without a restart.
         try writePolicy("wait-for-wifi")
@@ -131,7 +133,7 @@ import Testing
         #expect(run.stderr.contains("systemctl --user start meterwise"), "\(run.stderr)")
         // A file that is not a socket fails at once, instead of waiting for a connection timeout.
         let plain = FileManager.default.temporaryDirectory.appendingPathComponent("mw-not-a-socket-\(getpid())").path
-        FileManager.default.createFile(atPath: plain, contents: Data("x".utf8))
+        try #require(FileManager.default.createFile(atPath: plain, contents: Data("x".utf8)))
         defer { try? FileManager.default.removeItem(atPath: plain) }
         let start = ContinuousClock.now
         let notSocket = try BinaryRun.run(["list", "--socket", plain])

@@ -19,7 +19,7 @@ import TestSupport
 
         init(socket: String, output: String, headers: Bool = false) throws {
             self.output = output
-            FileManager.default.createFile(atPath: output, contents: nil)
+            try #require(FileManager.default.createFile(atPath: output, contents: nil))
             process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = ["-sN", "--unix-socket", socket] + (headers ? ["-D", "-"] : []) + ["http://localhost/v1/events"]
@@ -73,7 +73,7 @@ import TestSupport
         run.executableURL = URL(fileURLWithPath: RepoPaths.binary)
         run.arguments = ["run", "--tag", "script", "--socket", daemon.socket, "--", "/bin/sh", "-c", "echo $$ > '\(marker)'; exec sleep 60"]
         let log = directory.appendingPathComponent("run.log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
+        try #require(FileManager.default.createFile(atPath: log, contents: nil))
         run.standardError = FileHandle(forWritingAtPath: log)
         run.standardOutput = FileHandle.nullDevice
         try run.run()
@@ -83,8 +83,12 @@ import TestSupport
         #expect(await eventually { child() != nil }, "the command did not start: \(stderr())")
         let pid = try #require(child())
         defer { kill(-pid, SIGCONT); kill(-pid, SIGKILL) }
-        // Quiet for ten keep-alive intervals: still followed, still running.
-        try await Task.sleep(for: .seconds(2))
+        // Quiet for ten keep-alive intervals, counted on a stream of our own (`run` may count the daemon as
+        // lost after three silent ones): still followed, still running.
+        let stream = try CurlStream(socket: daemon.socket, output: directory.appendingPathComponent("events").path)
+        defer { stream.stop() }
+        let keepalives = { stream.text.components(separatedBy: "\"keepalive\"").count - 1 }
+        #expect(await eventually(timeout: .seconds(20)) { keepalives() >= 10 }, "no ten keep-alives: \(stream.text)")
         #expect(run.isRunning && RunCommandTests.state(pid) != "T", "\(stderr())")
         #expect(!stderr().contains("lost the daemon"), "\(stderr())")
 
@@ -93,15 +97,35 @@ import TestSupport
         #expect(await eventually(timeout: .seconds(2)) { RunCommandTests.state(pid) == "T" },
                 "the command ran on while the daemon was lost: \(stderr())")
         #expect(stderr().contains("lost the daemon"), "\(stderr())")
-        try await Task.sleep(for: .seconds(1))
+        // `run` asks the stuck daemon again (0.25 s after the loss): the kernel holds that connection in the
+        // listener's queue, unanswered. Still held.
+        let daemonPID = daemon.process.processIdentifier
+        #expect(await eventually(timeout: .seconds(10)) { Self.pendingConnections(daemonPID) >= 1 },
+                "run did not ask the daemon again: \(stderr())")
         #expect(RunCommandTests.state(pid) == "T")
 
         // Back: the stream is opened again and its answer (run) continues the command.
         kill(daemon.process.processIdentifier, SIGCONT)
         #expect(await eventually(timeout: .seconds(10)) { RunCommandTests.state(pid) != "T" },
                 "the command was not continued when the daemon answered again: \(stderr())")
-        #expect(stderr().contains("answers again"), "\(stderr())")
+        #expect(await eventually { stderr().contains("the daemon answers again") }, "\(stderr())")
         #expect(run.isRunning)
+        // The fence: `run` handles one thing at a time and says each continue, so anything during the loss
+        // that continued the command would be said between the loss and the daemon's answer.
+        let said = stderr().split(separator: "\n").map(String.init)
+        let lost = try #require(said.firstIndex { $0.contains("lost the daemon") })
+        let back = try #require(said.firstIndex { $0.contains("the daemon answers again") })
+        #expect(lost < back && !said[lost..<back].contains { $0.contains("continued") }, "\(stderr())")
+    }
+
+    /// Connections queued on the Unix listening sockets of process `pid`, not yet accepted (ss's Recv-Q; the
+    /// daemon binds its socket under a temporary name and renames it, so ss knows it by that name, not ours).
+    static func pendingConnections(_ pid: Int32) -> Int {
+        guard let listing = try? BinaryRun.run(["-xlpH"], executable: "/usr/bin/ss") else { return 0 }
+        return listing.stdout.split(separator: "\n").filter { $0.contains("pid=\(pid),") }.reduce(0) { total, line in
+            let fields = line.split(whereSeparator: \.isWhitespace)
+            return total + (fields.count > 2 ? Int(fields[2]) ?? 0 : 0)
+        }
     }
 
     @Test func sigtermExitsWithin2sWith64StreamsOpen() async throws {

@@ -18,36 +18,59 @@ import TestSupport
     @Test(.needsKernel) func theCommandIsStoppedOnCellularAndContinuedOnWifi() async throws {
         let uplinks = try VethUplinks.create(prefix: "mwrun")
         defer { uplinks.delete() }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("mwrun-\(UUID().uuidString)").path
+        let log = base + ".log", ticks = base + ".ticks"
+        try #require(FileManager.default.createFile(atPath: log, contents: nil))
+        defer { for path in [log, ticks] { try? FileManager.default.removeItem(atPath: path) } }
+        // The command leaves a tick every 20 ms that it runs: its own record of when it ran, read afterwards
+        // (a stopped command writes none), then exits 7.
+        let script = "i=0; while [ $i -lt 100 ]; do echo $i >> '\(ticks)'; i=$((i+1)); sleep 0.02; done; exit 7"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = ["netns", "exec", uplinks.device.name, RepoPaths.binary, "run",
-                             "--policy", RepoPaths.file("policies/default.yaml"), "--", "sh", "-c", "sleep 2; exit 7"]
+                             "--policy", RepoPaths.file("policies/default.yaml"), "--", "sh", "-c", script]
         process.standardOutput = FileHandle.nullDevice
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("mwrun-\(UUID().uuidString).log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: log) }
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
+        func stderr() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        func ticked() -> Int {
+            ((try? String(contentsOfFile: ticks, encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
         // `meterwise run` says which pid it started (`ip netns exec` may stand between us and it).
         func started() -> Int32? {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            guard let range = text.range(of: "started sh (pid ") else { return nil }
-            return Int32(text[range.upperBound...].prefix { $0.isNumber })
+            guard let range = stderr().range(of: "started sh (pid ") else { return nil }
+            return Int32(stderr()[range.upperBound...].prefix { $0.isNumber })
         }
         #expect(await eventually { started() != nil }, "the command did not start on Wi-Fi")
         let child = try #require(started())
 
         try uplinks.device.ip("link", "set", "wlan0", "down")
         #expect(await eventually(timeout: .seconds(1)) { Self.state(child) == "T" }, "not stopped within 1 s of the move to wwan0")
-        try await Task.sleep(for: .seconds(2.5))
-        #expect(Self.state(child) == "T", "the command ran on the metered link")
-
+        let ticksWhenStopped = ticked()
+        // More link changes while wwan0 is the only uplink, each decided again: a second default route on
+        // wwan0, and wlan0 up without a route. None may let the command run.
+        try uplinks.device.ip("route", "add", "default", "via", "10.77.2.1", "dev", "wwan0",
+                              "metric", "\(VethUplinks.wwanMetric + 1)")
         try uplinks.device.ip("link", "set", "wlan0", "up")
+        let ticksBeforeWifi = ticked()
+        #expect(Self.state(child) == "T", "the command was continued on the metered link: \(stderr())")
+
         try uplinks.device.ip("route", "add", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "\(VethUplinks.wlanMetric)")
-        #expect(await eventually(timeout: .seconds(2)) { Self.state(child) != "T" }, "not continued when wlan0 returned")
+        // The fence: `run` decides the link changes in order and says each continue, so once it has said one
+        // for Wi-Fi it has decided every change before it, and a continue on any of them would be a second line
+        // (or this one, for another rule). The ticks cover the whole time until the route came, not a moment.
+        #expect(await eventually(timeout: .seconds(2)) { stderr().contains("continued sh") },
+                "not continued when wlan0 returned: \(stderr())")
+        #expect(ticksBeforeWifi == ticksWhenStopped, "the command ran on the metered link: \(stderr())")
+        let said = stderr().split(separator: "\n")
+        #expect(said.filter { $0.contains("stopped sh") }.count == 1, "\(stderr())")
+        let continued = said.filter { $0.contains("continued sh") }
+        #expect(continued.count == 1 && continued[0].contains("run-unmetered"),
+                "continued for another reason: \(stderr())")
         #expect(await eventually(timeout: .seconds(10)) { !process.isRunning })
         #expect(process.terminationStatus == 7)
+        #expect(ticked() == 100, "the command did not run to its end")
     }
 }
 
@@ -60,7 +83,8 @@ struct RunLaunchTests {
         #expect(!missing.stderr.contains("Usage:"), "\(missing.stderr)")
 
         let path = "/tmp/mwl-\(UInt32.random(in: 0...UInt32.max)).sh"
-        FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8), attributes: [.posixPermissions: 0o644])
+        try #require(FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8),
+                                                    attributes: [.posixPermissions: 0o644]))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let plain = try BinaryRun.run(["run", "--local", "--", path])
         #expect(plain.status == 126, "\(plain.stderr)")

@@ -59,7 +59,8 @@ import Testing
     @Test func jsonKeepsItsValueAndLosesItsControls() throws {
         let value = ["error": "Content-Encoding gzip\u{9B}31m \u{9D}8;;x\u{7F}", "nested": "ok\n"]
         let encoded = String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted]), as: UTF8.self)
-        #expect(ShownText.hasControl(encoded.replacingOccurrences(of: "\n", with: "")))  // JSONSerialization leaves C1 raw
+        // JSONSerialization leaves C1 raw.
+        #expect(ShownText.hasControl(encoded.replacingOccurrences(of: "\n", with: "")))
         let shown = ShownText.json(encoded)
         #expect(!shown.unicodeScalars.contains { ShownText.isControl($0) && $0 != "\n" })
         #expect(shown.contains("\\u009b") && shown.contains("\\u009d") && shown.contains("\\u007f"))

@@ -77,7 +77,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         func run(matching: Bool) throws -> String {
             let path = directory.appendingPathComponent("stderr-\(matching)").path
-            FileManager.default.createFile(atPath: path, contents: nil)
+            try #require(FileManager.default.createFile(atPath: path, contents: nil))
             let handle = try #require(FileHandle(forWritingAtPath: path))
             var info = stat()
             fstat(handle.fileDescriptor, &info)

@@ -162,16 +162,21 @@ import Testing
     @Test func cancelledLabRunStopsItsChildrenAndRemovesNamespaces() async throws {
         let scenario = try ScenarioParser.parse(Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: "wlan0"),
                                                 file: "two.yaml")
-        // A "server" that prints its line and sleeps, an "engine" that sleeps: only cancellation ends them.
+        // A "server" that prints its line and sleeps, an "engine" that says it started and sleeps: only
+        // cancellation ends them.
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("mwlab-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: marker) }
         var lab = LabRun(scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
                          serverCommand: { _, _ in
                              ["sh", "-c", #"echo '{"url":"u","sha256":"s","size":1}'; exec sleep 60"#]
                          },
-                         engineCommand: { _ in ["sleep", "60"] })
+                         engineCommand: { _ in ["sh", "-c", "touch '\(marker)'; exec sleep 60"] })
         lab.timeout = .seconds(60)
         lab.namespacePrefix = "mwlabcancel"
         let run = Task { try await lab.run() }
-        try await Task.sleep(for: .milliseconds(800))
+        // Cancelled once both children run (the engine starts after the server's line), not after a guess.
+        #expect(await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: marker) },
+                "the engine command did not start")
         let cancelled = ContinuousClock.now
         run.cancel()
         _ = try? await run.value

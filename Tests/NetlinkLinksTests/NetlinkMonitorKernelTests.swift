@@ -102,16 +102,22 @@ import Testing
         }
     }
 
-    @Test func stopsWhenConsumerCancels() async throws {
+    @Test(.timeLimit(.minutes(1))) func stopsWhenConsumerCancels() async throws {
         let namespace = try Netns.create(prefix: "mwstop")
         defer { namespace.delete() }
         let stream = NetlinkLinkMonitor(namespacePath: namespace.path).snapshots()
+        let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self)
         let task = Task { () -> Int in
             var count = 0
-            for try await _ in stream { count += 1 }
+            for try await _ in stream {
+                count += 1
+                arrived.yield()
+            }
             return count
         }
-        try await Task.sleep(for: .milliseconds(50))
+        // Cancelled once the first snapshot is in (the monitor runs), not after a guess at how long that takes;
+        // a monitor that ignored the cancellation would hang here until the time limit.
+        for await _ in arrivals { break }
         task.cancel()
         let count = try await task.value
         #expect(count >= 1)

@@ -83,8 +83,11 @@ struct ControlTests {
             let ended = try await outcome
             #expect(ended == .paused)
             let afterPause = counter.value
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(counter.value == afterPause)
+            // The server sees every connection closed: no byte can reach the download after that (the
+            // throttled server would still be sending on a connection left open and read).
+            try await server.waitUntilIdle(timeout: .seconds(5))
+            #expect(server.openConnections == 0, "a connection is still open after the pause")
+            #expect(counter.value == afterPause, "bytes were read after the pause returned")
             // Cancelling is immediate; the bound covers the checkpoint's fsync on a loaded CI machine.
             print("pause took \(pauseTook)")
             #expect(pauseTook < .seconds(2))

@@ -76,7 +76,9 @@ struct SoakBench {
                             "--state", work + "/state", "--socket", socket]
         daemon.standardOutput = FileHandle.nullDevice
         // The daemon's log (stderr) is kept: each transfer stopped by the policy logs a "paused" line.
-        FileManager.default.createFile(atPath: work + "/daemon.log", contents: nil)
+        guard FileManager.default.createFile(atPath: work + "/daemon.log", contents: nil) else {
+            throw SoakError("cannot create \(work)/daemon.log")
+        }
         daemon.standardError = FileHandle(forWritingAtPath: work + "/daemon.log")
         try daemon.run()
         let pid = daemon.processIdentifier

@@ -16,7 +16,8 @@ enum CertificateProbe {
         guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
         let found = Mutex<CertificateFacts?>(nil)
         let serverName = NoProxy.address(host) == nil ? host : nil
-        let makeTLS = { () throws -> NIOSSLClientHandler in
+        // Called from the channel initializer, on the event loop: everything it captures is Sendable.
+        let makeTLS: @Sendable () throws -> NIOSSLClientHandler = {
             try NIOSSLClientHandler(
                 context: context, serverHostname: serverName,
                 customVerificationCallback: { certificates, promise in
