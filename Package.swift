@@ -9,7 +9,8 @@
 //                          └── MeterwiseClient: the API's JSON shapes and its client (library product)
 //
 // Only NetlinkLinks imports CNetlink (libnl) and only SystemHints imports CSystemdBus (sd-bus, for
-// NetworkManager's hints); every other module builds without them.
+// NetworkManager's hints); every other module builds without them. Every source that blocks (netlink,
+// the system bus, inotify, a child's exit) waits on a BlockingIO PollThread.
 import PackageDescription
 
 let package = Package(
@@ -53,6 +54,9 @@ let package = Package(
             name: "ConfigKit",
             dependencies: [.product(name: "Yams", package: "Yams")]
         ),
+        // A blocking source (a socket, inotify, a process) on a thread of its own, waiting in poll() next to a
+        // wake pipe and feeding an AsyncStream: the one primitive every such source uses.
+        .target(name: "BlockingIO"),
         // The pure link model, the LinkMonitor protocol and its scenario (simulated) backend.
         .target(
             name: "Links",
@@ -63,7 +67,7 @@ let package = Package(
         .target(
             name: "NetlinkLinks",
             dependencies: [
-                "CNetlink", "Links", "ConfigKit",
+                "CNetlink", "Links", "ConfigKit", "BlockingIO",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -72,7 +76,7 @@ let package = Package(
         .target(
             name: "SystemHints",
             dependencies: [
-                "CSystemdBus", "Links", "ConfigKit",
+                "CSystemdBus", "Links", "ConfigKit", "BlockingIO",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -133,7 +137,7 @@ let package = Package(
         .target(
             name: "Engine",
             dependencies: [
-                "Links", "Policy", "Transfer", "MeterwiseClient", "CFileCalls",
+                "Links", "Policy", "Transfer", "MeterwiseClient", "CFileCalls", "BlockingIO", "ConfigKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -149,7 +153,7 @@ let package = Package(
             name: "Meterwise",
             dependencies: [
                 "Links", "NetlinkLinks", "SystemHints", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
-                "MeterwiseClient", "CFileCalls",
+                "MeterwiseClient", "CFileCalls", "BlockingIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -203,6 +207,7 @@ let package = Package(
         .testTarget(
             name: "ConfigKitTests",
             dependencies: ["ConfigKit", .product(name: "PropertyBased", package: "swift-property-based")]),
+        .testTarget(name: "BlockingIOTests", dependencies: ["BlockingIO", "TestSupport"]),
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
         .testTarget(
             name: "NetlinkLinksTests",

@@ -41,6 +41,12 @@ int mw_so_peercred(void) { return SO_PEERCRED; }
 
 int mw_o_path(void) { return O_PATH; }
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int mw_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
 int mw_is_procfs(int fd) {
     struct statfs info;
     if (fstatfs(fd, &info) != 0) return -1;

@@ -128,9 +128,7 @@ extension ControlRouter {
     }
 
     static func decisionBody(_ decision: Decision) -> ControlAPI.DecisionBody {
-        ControlAPI.DecisionBody(
-            action: decision.action.rawValue, rule: decision.rule, rate: decision.rate, reasons: decision.reasons,
-            allowedLinks: decision.allowedLinks, nextChange: decision.nextChange, source: "daemon")
+        ControlAPI.DecisionBody(decision, source: "daemon")
     }
 
     /// The job a `GET /v1/decision?size=N&tags=a,b&allow_metered=true&allow_roaming=true&priority=P` asks

@@ -211,7 +211,7 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         try await withThrowingTaskGroup(of: Void.self) { group in
             if let question {
                 group.addTask {
-                    for await decision in DecisionWatch(engine: engine, job: question).changes() {
+                    try await DecisionWatch(engine: engine, job: question).run { decision in
                         try await line(ControlAPI.body(forQuestion: question, decision))
                     }
                 }

@@ -26,23 +26,8 @@ struct JobClass: Hashable, Sendable {
     }
 }
 
-/// The parts of a decision that say what a job does: when they are the same as last time, nothing changed.
-struct DecisionKey: Hashable, Sendable {
-    var action: Action
-    var rule: String?
-    var allowedLinks: [String]
-    var rate: Int64?
-    /// A rule a spent budget keeps from matching: when it starts or stops, the reason changes.
-    var heldBy: String?
-
-    init(_ decision: Decision) {
-        action = decision.action
-        rule = decision.rule
-        allowedLinks = decision.allowedLinks
-        rate = decision.rate
-        heldBy = decision.heldBy
-    }
-}
+/// The parts of a decision that say what a job does (the policy's one definition of "the same decision").
+typealias DecisionKey = Decision.Outcome
 
 /// One job that is not finished, as the index keeps it: 56 bytes, no heap of its own (an id of up to 15
 /// bytes is stored inline by `String`).

@@ -56,7 +56,8 @@ public enum JobPlanner {
         let primary = input.snapshot.primary?.name
         let rate = decision.action == .throttle ? decision.rate : nil
 
-        if decision.action == .pause || usable.isEmpty {
+        // "May run" is the policy's (`Decision.mayRun`), and over a link that is up now.
+        if !decision.mayRun || usable.isEmpty {
             guard input.running else { return .none }
             if decision.action == .pause {
                 return .pause(reason: decision.reasons.first ?? "the policy pauses this job")

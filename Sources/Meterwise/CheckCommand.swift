@@ -1,5 +1,6 @@
 import ArgumentParser
 import ConfigKit
+import Engine
 import Foundation
 import Links
 import MeterwiseClient
@@ -27,8 +28,9 @@ struct CheckCommand: AsyncParsableCommand {
 
     @Flag(help: ArgumentHelp(
         "Keep answering: one line on stdout each time the answer changes (JSON with --json), until interrupted.",
-        discussion: "Needs the daemon (its event stream, GET /v1/events?tags=...): for a long-running program that pauses "
-            + "itself. Exits 2 when the daemon goes away (its stream ends, or brings no keep-alive for three intervals)."))
+        discussion: "From the daemon's event stream (GET /v1/events?tags=...): for a long-running program that pauses "
+            + "itself; exits 2 when the daemon goes away (its stream ends, or brings no keep-alive for three intervals). "
+            + "With --local, from the links read here, until they end (a scenario's end: exit 0)."))
     var watch = false
 
     @Option(help: "The daemon's control socket to ask (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
@@ -37,14 +39,17 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp(PolicyOption.help + " Used when no daemon answers."))
     var policy: String?
 
-    func validate() throws {
-        if watch && local { throw ValidationError("--watch follows the daemon's answer; drop --local") }
-    }
+    @OptionGroup(title: "Links, when deciding here (any of these decides here, as --local does)")
+    var linkSource: LinkSourceOptions
+
+    /// Whether to decide here rather than ask the daemon.
+    var decidesHere: Bool { local || linkSource.isGiven }
 
     func run() async throws {
         guard let job = question.job(id: "check") else { throw failure(question.sizeProblem) }
+        if watch && decidesHere { try await followHere(job) }
         if watch { try await follow(job) }
-        let answer = local ? nil : try await askDaemon(job)
+        let answer = decidesHere ? nil : try await askDaemon(job)
         let decided: ControlAPI.DecisionBody
         if let answer {
             decided = answer
@@ -54,7 +59,6 @@ struct CheckCommand: AsyncParsableCommand {
         report(decided)
         if !decided.mayRun { throw ExitCode(1) }
     }
-
 
     /// The daemon's answer; nil when no daemon is there to ask. A daemon that refuses the question is an error.
     func askDaemon(_ job: JobInfo) async throws -> ControlAPI.DecisionBody? {
@@ -81,15 +85,8 @@ struct CheckCommand: AsyncParsableCommand {
         let client = ControlClient(socketPath: socket ?? StatePaths.clientSocket)
         do {
             try await client.events(query: DownloadQuestion.query(job)) { event in
-                guard event.event == "decision", event.job == nil, let action = event.action else { return }
-                let answer = ControlAPI.DecisionBody(
-                    action: action, rule: event.rule, rate: event.rate, reasons: event.reason.map { [$0] } ?? [],
-                    allowedLinks: event.allowedLinks ?? [], nextChange: event.nextChange, source: "daemon")
-                if json, let data = try? ControlAPI.encoder().encode(answer) {
-                    Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
-                } else {
-                    Output.line(ISO8601DateFormatter().string(from: event.at) + " " + describe(answer))
-                }
+                guard let answer = ControlAPI.DecisionBody(decisionEvent: event) else { return }
+                show(answer, at: event.at)
             }
         } catch {
             throw failure("--watch: \(error)")
@@ -97,25 +94,42 @@ struct CheckCommand: AsyncParsableCommand {
         throw failure("--watch: the daemon closed the event stream (stopped or restarted)")
     }
 
-    /// The policy's answer over this machine's links now.
-    func decideHere(_ job: JobInfo) async throws -> ControlAPI.DecisionBody {
-        let source = PolicyLocator.current(explicit: policy)
-        let policySet: PolicySet
+    /// `--watch --local`: the decision loop over the links read here, one line per change, until they end.
+    func followHere(_ job: JobInfo) async throws -> Never {
+        let (policySet, links) = try linkSource.localInputs(policy: policy, failure: failure)
+        let clock = links.clock()
+        let loop = DecisionLoop(clock: clock)
         do {
-            policySet = try source.load()
+            try await loop.run(job: job, inputs: DecisionInputs(policy: policySet), triggers: links.monitor(clock: clock).snapshots(),
+                               as: { .links($0) }) { decision in
+                show(ControlAPI.DecisionBody(decision, source: "local"), at: loop.now)
+            }
         } catch {
-            throw failure(error.description)
+            throw failure("cannot read this machine's links: \(error)")
         }
+        throw ExitCode.success
+    }
+
+    /// One line of `--watch`: the answer as JSON, or the time and the answer in words.
+    func show(_ answer: ControlAPI.DecisionBody, at date: Date) {
+        if json, let data = try? ControlAPI.encoder().encode(answer) {
+            Output.line(ShownText.json(String(decoding: data, as: UTF8.self)))
+        } else {
+            Output.line(ISO8601DateFormatter().string(from: date) + " " + describe(answer))
+        }
+    }
+
+    /// The policy's answer over this machine's links now (or a scenario's first step).
+    func decideHere(_ job: JobInfo) async throws -> ControlAPI.DecisionBody {
+        let (policySet, links) = try linkSource.localInputs(policy: policy, failure: failure)
         let snapshot: LinkSnapshot
         do {
-            snapshot = try await currentLinkSnapshot()
+            snapshot = try await links.current()
         } catch {
             throw failure("cannot read this machine's links: \(error)")
         }
         let decision = policySet.decide(job: job, snapshot: snapshot, usage: Usage(), now: Date(), timeZone: .current)
-        return ControlAPI.DecisionBody(
-            action: decision.action.rawValue, rule: decision.rule, rate: decision.rate, reasons: decision.reasons,
-            allowedLinks: decision.allowedLinks, nextChange: decision.nextChange, source: "local")
+        return ControlAPI.DecisionBody(decision, source: "local")
     }
 
     func report(_ answer: ControlAPI.DecisionBody) {
@@ -130,7 +144,7 @@ struct CheckCommand: AsyncParsableCommand {
         let rule = answer.rule.map { "rule \($0)" } ?? "the policy's default"
         let why = answer.reasons.isEmpty ? "" : ": " + answer.reasons.joined(separator: "; ")
         var text = ShownText.escaped(answer.mayRun ? "may download now (\(rule)\(why))" : "must wait (\(rule)\(why))")
-        if !answer.mayRun, answer.action != "pause", answer.allowedLinks.isEmpty {
+        if !answer.mayRun, !answer.isPause, answer.allowedLinks.isEmpty {
             text = "must wait (\(rule): no allowed link is up)"
         }
         if let next = answer.nextChange {

@@ -5,7 +5,6 @@ import Foundation
 import MeterwiseClient
 import Links
 import Logging
-import NetlinkLinks
 import Policy
 import ServiceLifecycle
 import Transfer
@@ -40,17 +39,8 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "Make the socket 0660 and owned by this group.")
     var group: String?
 
-    @Option(help: "Where links come from: netlink (the kernel) or scenario (with --scenario).")
-    var links: String = "netlink"
-
-    @Option(help: "Hints beyond the kernel: networkmanager (metered, SSID over D-Bus, when it runs) or none.")
-    var hints: HintChoice = .networkmanager
-
-    @Option(help: "Replay this scenario file instead of reading the kernel's links.")
-    var scenario: String?
-
-    @Option(help: "Scenario replay speed.")
-    var speed: Double = 1
+    @OptionGroup(title: "Links")
+    var linkSource: LinkSourceOptions
 
     @Option(help: "How many transfers run at once.")
     var maxActive: Int = 3
@@ -107,8 +97,6 @@ struct DaemonCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard links == "netlink" || links == "scenario" else { throw ValidationError("--links must be netlink or scenario") }
-        if links == "scenario" && scenario == nil { throw ValidationError("--links scenario needs --scenario FILE") }
         if user && group != nil {
             throw ValidationError("--group is for the system daemon: a --user daemon serves you alone (drop --group, or --user)")
         }
@@ -122,7 +110,6 @@ struct DaemonCommand: AsyncParsableCommand {
         guard keepaliveInterval != nil else {
             throw ValidationError("--keepalive \(keepalive) is not a duration from 100ms to 1h: use e.g. 15s")
         }
-        try ArgumentLimits.checkSpeed(speed)
         if let metricsListen {
             do { _ = try MetricsListener<ScaledClock>.Address(parsing: metricsListen) } catch { throw ValidationError(error.message) }
         }
@@ -141,13 +128,9 @@ struct DaemonCommand: AsyncParsableCommand {
         // Absolute, so the socket's directory is known and clients given the same relative path still work.
         let defaultSocket = StatePaths.explicitSocket ?? StatePaths.socket(scope)
         let socketPath = URL(fileURLWithPath: socket ?? defaultSocket).standardizedFileURL.path
-        let clock = ScaledClock(speed: scenario == nil ? 1 : speed)
-        let monitor: any LinkMonitor
-        if let scenario {
-            monitor = ScenarioLinkMonitor(scenario: try LinkSource.loadScenario(scenario), clock: clock)
-        } else {
-            monitor = LinkSource.kernel(hints: hints, logger: logger)
-        }
+        let links = try linkSource.source()
+        let clock = links.clock()
+        let monitor = links.monitor(clock: clock, logger: logger)
         // One daemon per state directory: a second one stops here, before it touches the socket or the store.
         let stateLock = try StateLock.acquire(stateDirectory)
         let caBundle: CABundle
@@ -164,9 +147,9 @@ struct DaemonCommand: AsyncParsableCommand {
         let engine = try Engine(
             policy: policySet, store: store, monitor: monitor, clock: clock,
             configuration: {
-                var c = EngineConfiguration(maxActive: maxActive, canBind: scenario == nil)
+                var c = EngineConfiguration(maxActive: maxActive, canBind: links.isKernel)
                 // Simulated links carry their bytes over the machine's real interfaces.
-                c.receivedBytes = scenario == nil ? .perLink : .wholeMachine
+                c.receivedBytes = links.isKernel ? .perLink : .wholeMachine
                 c.retention = retentionPeriod ?? nil
                 c.caBundle = caBundle
                 c.proxy = proxy

@@ -5,7 +5,6 @@ import Foundation
 import Synchronization
 import Links
 import MeterwiseClient
-import NetlinkLinks
 import Policy
 import RangeServer
 import Transfer
@@ -25,14 +24,8 @@ struct DemoCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Scenario file (default: the built-in scenarios/commute.yaml).")
-    var scenario: String?
-
     @Option(help: ArgumentHelp(PolicyOption.help))
     var policy: String?
-
-    @Option(help: "Play the scenario N times faster (the server's rate scales with it).")
-    var speed: Double = 1
 
     @Option(help: "Size of the generated file.")
     var size: String = "64MiB"
@@ -40,8 +33,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The embedded server's rate per second (default: sized so the download spans the scenario).")
     var rate: String?
 
-    @Option(help: "Where links come from: scenario (simulated) or netlink (the kernel, for the lab).")
-    var links: String = "scenario"
+    @OptionGroup(title: "Links (default: the built-in scenarios/commute.yaml; the server's rate scales with --speed)")
+    var linkSource: LinkSourceOptions
 
     @Option(help: "Download this URL instead of starting the embedded server (with --links netlink).")
     var url: String?
@@ -59,26 +52,23 @@ struct DemoCommand: AsyncParsableCommand {
     var timeout: Double?
 
     func validate() throws {
-        try ArgumentLimits.checkSpeed(speed)
         try ArgumentLimits.checkTimeout(timeout)
         guard Units.parseBytes(size) != nil else { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
         try ArgumentLimits.checkGenerated(Units.parseBytes(size), option: "--size", text: size)
         if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("bad --rate \(rate): \(Units.rateHint)")
         }
-        guard links == "scenario" || links == "netlink" else {
-            throw ValidationError("--links must be scenario or netlink, not \(links)")
-        }
         if url != nil && sha256 == nil { throw ValidationError("--url needs --sha256 HEX so the result can be verified") }
         if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
     }
 
     func run() async throws {
-        let scenario = try DemoDefaults.scenario(path: links == "scenario" ? self.scenario : nil,
-                                                 required: links == "scenario")
+        let links = try linkSource.source(fallback: DemoDefaults.builtInScenario)
+        let scenario = links.scenario
+        let speed = linkSource.speed
         let policySource = PolicyLocator.current(explicit: self.policy)
         let policy = try PolicyOption.load(policySource)
-        let clock = ScaledClock(speed: links == "netlink" ? 1 : speed)
+        let clock = links.clock()
         let bytes = Units.parseBytes(size)!
 
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("meterwise-demo-\(getpid())")
@@ -103,20 +93,18 @@ struct DemoCommand: AsyncParsableCommand {
             source = (started.url("/demo.bin"), content.sha256Hex())
         }
 
-        let monitor: any LinkMonitor = links == "netlink"
-            ? NetlinkLinkMonitor()
-            : ScenarioLinkMonitor(scenario: scenario!, clock: clock)
+        let monitor = links.monitor(clock: clock)
         let store = try JobStore(path: work.appendingPathComponent("jobs.sqlite").path)
         let engine = try Engine(
             policy: policy, store: store, monitor: monitor, clock: clock,
             configuration: EngineConfiguration(
-                canBind: links == "netlink", stopWhenIdle: true,
+                canBind: links.isKernel, stopWhenIdle: true,
                 tuneRequest: { request in
                     request.checkpointEveryBytes = 1 << 20
                     request.checkpointEvery = .milliseconds(500)
                 }))
         let printer = TimelinePrinter(json: json, clock: clock, scenario: scenario)
-        printer.header(source: source.url, size: bytes, policy: policy, policySource: policySource, links: links)
+        printer.header(source: source.url, size: bytes, policy: policy, policySource: policySource, links: links.name)
         let events = engine.events.subscribe()
         let job = try await engine.add(JobSpec(url: source.url, destination: destination, sha256: source.sha256))
         let started = clock.now

@@ -7,10 +7,8 @@ import Policy
 /// The demo's inputs when the user names none: the shipped scenario and the policy `PolicyLocator` finds,
 /// so `meterwise demo` works from any folder.
 enum DemoDefaults {
-    /// The scenario the demo plays: `--scenario FILE`, else the built-in `scenarios/commute.yaml`.
-    static func scenario(path: String?, required: Bool) throws -> Scenario? {
-        guard required else { return nil }
-        if let path { return try LinkSource.loadScenario(path) }
+    /// The scenario the demo plays without `--scenario FILE`: the built-in `scenarios/commute.yaml`.
+    static func builtInScenario() throws -> Scenario {
         do {
             return try ScenarioParser.parse(ShippedScenario.commuteYAML, file: ShippedScenario.name)
         } catch {

@@ -21,7 +21,7 @@ struct LabCommand: AsyncParsableCommand {
         discussion: """
             Builds a "device" namespace with one veth per scenario link (wlan0 fast, wwan0 slow through tc tbf) \
             to an "internet" namespace serving a generated file on 10.77.100.1:8080, runs the engine in the \
-            device namespace (`meterwise demo --links netlink`), replays the scenario with ip link/route \
+            device namespace (`meterwise demo --links netlink --hints none`), replays the scenario with ip link/route \
             operations, then prints the bytes received per interface next to the engine's own accounting. \
             The namespaces are removed at the end, on failure and on Ctrl-C; those of a lab killed outright \
             (SIGKILL) are removed by the next lab, with the processes left in them, and it says so (labs record \
@@ -30,7 +30,7 @@ struct LabCommand: AsyncParsableCommand {
     )
 
     enum Downloader: String, ExpressibleByArgument, CaseIterable {
-        /// `meterwise demo --links netlink`: the engine.
+        /// `meterwise demo --links netlink --hints none`: the engine.
         case engine
         /// `meterwise get`: the plain downloader, policy-blind (proves the lab without the engine).
         case get
@@ -216,13 +216,18 @@ struct LabCommand: AsyncParsableCommand {
             }
             switch downloader {
             case .engine:
-                return [Self.selfPath, "demo", "--links", "netlink", "--url", served.url, "--sha256", served.sha256,
-                        "--json", "--output", output] + policyArguments
+                return [Self.selfPath, "demo"] + Self.demoLinks.arguments
+                    + ["--url", served.url, "--sha256", served.sha256, "--json", "--output", output] + policyArguments
             case .get:
                 return [Self.selfPath, "get", served.url, "-o", output, "--sha256", served.sha256, "--json", "--force"]
             }
         }
     }
+
+    /// The demo's links inside the device namespace: the kernel's, without the system's hints (NetworkManager,
+    /// networkd and ModemManager describe the host's devices, not the namespace's veths, which may share a name
+    /// with one of them).
+    static let demoLinks = LinkSourceOptions(links: .netlink, hints: HintChoice.none)
 
     func render(_ report: LabReport, uplinks: [LabUplink]) throws {
         let failed = report.engineExit != 0 || report.sha256OK == false

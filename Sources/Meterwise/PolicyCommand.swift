@@ -116,7 +116,7 @@ struct PolicyCommand: AsyncParsableCommand {
                 let at = at.flatMap(Units.parseDuration) ?? .zero
                 snapshot = loaded.timeline().last { $0.at <= at }?.snapshot ?? .empty
             } else {
-                snapshot = try await currentLinkSnapshot()
+                snapshot = try await LinkSource.kernel(hints: .networkmanager).current()
                 if link == nil, snapshot.primary == nil,
                     let first = snapshot.links.first(where: { $0.isUsable && $0.kind != .loopback })
                 {

@@ -1,5 +1,8 @@
 import ArgumentParser
+import BlockingIO
+import CFileCalls
 import ConfigKit
+import Engine
 import Foundation
 import Links
 import MeterwiseClient
@@ -21,8 +24,9 @@ struct RunCommand: AsyncParsableCommand {
             stream's decision events) and the bytes the command receives are counted against the policy's \
             budgets: the kernel's bytes_received of every TCP socket of the command's processes (sock_diag, \
             as ss -ti; reported every 2 s). When the daemon is lost (its stream closes, or no keep-alive \
-            comes), the command is stopped until the daemon answers again. Without a daemon (or with --local) the links come from the kernel (and NetworkManager when it \
-            runs), event-driven, and budgets count as unused. SIGINT and SIGTERM are passed to the \
+            comes), the command is stopped until the daemon answers again. Without a daemon (or with --local, or \
+            any Links option) the links come from the kernel (with the system's hints) or a scenario \
+            (--scenario FILE), event-driven, and budgets count as unused. SIGINT and SIGTERM are passed to the \
             command. Exit status: the command's; 127 when the command is not found, 126 when it cannot be \
             run; 2 on a bad value, a policy error, or a named --socket that does not answer.
             """)
@@ -41,6 +45,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp(PolicyOption.help + " Used without a daemon."))
     var policy: String?
 
+    @OptionGroup(title: "Links, when deciding here (any of these decides here, as --local does)")
+    var linkSource: LinkSourceOptions
+
     @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
     var command: [String] = []
 
@@ -57,17 +64,11 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(problem.status)
         }
         guard let job = question.job(id: "run") else { throw failure(question.sizeProblem) }
-        if !local, let daemon = try await daemonClient(for: job) {
+        if !local && !linkSource.isGiven, let daemon = try await daemonClient(for: job) {
             throw ExitCode(try await supervise(job: job, source: .daemon(daemon)))
         }
-        let source = PolicyLocator.current(explicit: policy)
-        let policySet: PolicySet
-        do {
-            policySet = try source.load()
-        } catch {
-            throw failure(error.description)
-        }
-        throw ExitCode(try await supervise(job: job, source: .local(policySet)))
+        let (policySet, links) = try linkSource.localInputs(policy: policy, failure: failure)
+        throw ExitCode(try await supervise(job: job, source: .local(policySet, links)))
     }
 
     /// The daemon to follow, when one answers; a named socket that does not is an error.
@@ -87,8 +88,8 @@ struct RunCommand: AsyncParsableCommand {
     enum Source {
         /// The daemon's answers, and budgets counted there.
         case daemon(ControlClient)
-        /// This machine's links and the policy read here.
-        case local(PolicySet)
+        /// The links and the policy read here.
+        case local(PolicySet, LinkSource)
     }
 
     /// Follows the answers and drives the child until it exits.
@@ -103,10 +104,21 @@ struct RunCommand: AsyncParsableCommand {
                 for await number in signalNumbers { wake.yield(.signal(number)) }
             }
             switch source {
-            case .local:
-                let monitor = LinkSource.kernel(hints: .networkmanager)
+            case .local(let policy, let links):
+                // The decision loop: links and the policy in, an answer each time it changes (and when time
+                // alone changes it).
                 group.addTask {
-                    for try await snapshot in monitor.snapshots() { wake.yield(.links(snapshot)) }
+                    let clock = links.clock()
+                    do {
+                        try await DecisionLoop(clock: clock).run(
+                            job: job, inputs: DecisionInputs(policy: policy), triggers: links.monitor(clock: clock).snapshots(),
+                            as: { .links($0) }) { decision in
+                            wake.yield(.answer(ControlAPI.DecisionBody(decision, source: "local")))
+                        }
+                    } catch is CancellationError {
+                    } catch {
+                        wake.yield(.linksFailed("\(error)"))
+                    }
                 }
             case .daemon(let client):
                 let query = DownloadQuestion.query(job)
@@ -117,10 +129,9 @@ struct RunCommand: AsyncParsableCommand {
                     while true {
                         do {
                             try await client.events(query: query) { event in
-                                guard event.event == "decision", event.job == nil, let action = event.action else { return }
+                                guard let answer = ControlAPI.DecisionBody(decisionEvent: event) else { return }
                                 delay = .milliseconds(250)
-                                wake.yield(.answer(Answer(action: action, rule: event.rule, reason: event.reason,
-                                                          allowedLinks: event.allowedLinks ?? [])))
+                                wake.yield(.answer(answer))
                             }
                             wake.yield(.daemonGone("the daemon closed its event stream"))
                         } catch {
@@ -143,13 +154,13 @@ struct RunCommand: AsyncParsableCommand {
                     }
                 }
             }
-            var snapshot: LinkSnapshot?
-            var timer: Task<Void, Never>?
             var traffic: CommandTraffic?
             /// Bytes counted and not yet taken by the daemon (it may be away for a while).
             var unreported: UInt64 = 0
             var following = true
-            defer { timer?.cancel(); group.cancelAll() }
+            /// The process whose exit is watched (a restart starts another).
+            var watched: pid_t = 0
+            defer { group.cancelAll() }
 
             /// The command's sockets, following the command across restarts (its old sockets' ends still count).
             func tally() -> CommandTraffic? {
@@ -165,7 +176,7 @@ struct RunCommand: AsyncParsableCommand {
             }
 
             /// Reports what the command received since the last report; the daemon answers for the question.
-            func report(_ bytes: UInt64) async -> Answer? {
+            func report(_ bytes: UInt64) async -> ControlAPI.DecisionBody? {
                 guard case .daemon(let client) = source else { return nil }
                 unreported = CommandTraffic.adding(unreported, bytes)
                 guard unreported > 0 else { return nil }
@@ -176,17 +187,12 @@ struct RunCommand: AsyncParsableCommand {
                                                                as: ControlAPI.DecisionBody.self, timeout: Self.reportInterval)
                 else { return nil }
                 unreported -= now
-                return Answer(action: answer.action, rule: answer.rule, reason: answer.reasons.first,
-                              allowedLinks: answer.allowedLinks)
+                return answer
             }
 
             for await event in wakes {
-                var answer: Answer?
+                let answer: ControlAPI.DecisionBody
                 switch event {
-                case .links(let next):
-                    snapshot = next
-                case .time:
-                    break
                 case .answer(let next):
                     if !following { note("the daemon answers again; following it") }
                     following = true
@@ -218,45 +224,39 @@ struct RunCommand: AsyncParsableCommand {
                     child.forward(number)
                     if !child.started { return 128 + number }
                     continue
+                case .linksFailed(let why):
+                    // Never unsupervised: without links nothing says the command may run.
+                    note("cannot read this machine's links: \(why)")
+                    if !child.started { return 2 }
+                    if let message = child.hold() { note(message + ": no links to decide with (SIGINT or SIGTERM ends it)") }
+                    continue
                 }
-                if answer == nil, case .local(let policy) = source, let snapshot {
-                    let decision = policy.decide(job: job, snapshot: snapshot, usage: Usage(), now: Date(), timeZone: .current)
-                    answer = Answer(action: decision.action.rawValue, rule: decision.rule, reason: decision.reasons.first,
-                                    allowedLinks: decision.allowedLinks)
-                    timer?.cancel()
-                    if let next = decision.nextChange {
-                        timer = Task {
-                            try? await Task.sleep(for: .seconds(max(0, next.timeIntervalSinceNow)))
-                            if !Task.isCancelled { wake.yield(.time) }
+                if answer.mayRun {
+                    if let message = try child.allow() { note(message + " (\(Self.why(answer)))") }
+                    if child.pid != 0, child.pid != watched {
+                        watched = child.pid
+                        let exit = ChildGroup.exit(of: child.pid)
+                        group.addTask {
+                            for await _ in exit {}
+                            wake.yield(.reap)
                         }
                     }
-                }
-                guard let answer else { continue }
-                if answer.allowed {
-                    if let message = try child.allow(onExit: { wake.yield(.reap) }) { note(message + " (\(answer.why))") }
                 } else if let message = child.hold() {
-                    note(message + " (\(answer.why))")
+                    note(message + " (\(Self.why(answer)))")
                 }
             }
             return child.reap() ?? 1
         }
     }
 
-    /// What the policy says, from the daemon or decided here.
-    struct Answer: Sendable {
-        var action: String
-        var rule: String?
-        var reason: String?
-        var allowedLinks: [String]
-
-        var allowed: Bool { action != "pause" && !allowedLinks.isEmpty }
-        var why: String { (rule.map { "rule \($0)" } ?? "the default") + (reason.map { ": \($0)" } ?? "") }
+    /// The rule and the first reason of an answer, for the notes.
+    static func why(_ answer: ControlAPI.DecisionBody) -> String {
+        (answer.rule.map { "rule \($0)" } ?? "the default") + (answer.reasons.first.map { ": \($0)" } ?? "")
     }
 
     enum Wake: Sendable {
-        case links(LinkSnapshot)
-        case answer(Answer)
-        case time
+        case answer(ControlAPI.DecisionBody)
+        case linksFailed(String)
         case count
         case look
         case daemonGone(String)
@@ -281,7 +281,6 @@ struct ChildGroup {
     private(set) var pid: pid_t = 0
     private(set) var started = false
     private(set) var stopped = false
-    private var waitThread: Thread?
 
     init(command: [String], restartOnPause: Bool) {
         self.command = command
@@ -289,19 +288,10 @@ struct ChildGroup {
     }
 
     /// The policy allows: start the command, or continue it. Returns what happened, if anything.
-    mutating func allow(onExit: @escaping @Sendable () -> Void) throws -> String? {
+    mutating func allow() throws -> String? {
         if pid == 0 {
             pid = try Self.spawn(command)
             started = true
-            let child = pid
-            // One thread blocks in waitid(WNOWAIT) for the exit, so the status stays to be reaped here.
-            let thread = Thread {
-                var info = siginfo_t()
-                while waitid(P_PID, id_t(child), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
-                onExit()
-            }
-            thread.start()
-            waitThread = thread
             return "started \(command[0]) (pid \(pid))"
         }
         if stopped {
@@ -310,6 +300,21 @@ struct ChildGroup {
             return "continued \(command[0])"
         }
         return nil
+    }
+
+    /// Ends (empty) once `pid` has exited; its status stays to be reaped (`reap()`). A pidfd waited on by a
+    /// `PollThread`; before Linux 5.3 (no pidfd) the thread blocks in waitid(WNOWAIT) instead.
+    static func exit(of pid: pid_t) -> AsyncStream<Void> {
+        let pidfd = mw_pidfd_open(pid)
+        return PollThread.stream(named: "mw-run-wait") { waiter in
+            guard pidfd >= 0 else {
+                var info = siginfo_t()
+                while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+                return
+            }
+            defer { close(pidfd) }
+            _ = try? waiter.wait(for: [PollDescriptor(pidfd)])
+        }
     }
 
     /// The policy pauses: stop the command's group (or terminate it for a restart).

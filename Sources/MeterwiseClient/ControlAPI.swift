@@ -62,8 +62,23 @@ public enum ControlAPI {
             self.source = source
         }
 
-        /// A download may start now (run or throttle, over some allowed link).
-        public var mayRun: Bool { action != "pause" && !allowedLinks.isEmpty }
+        /// The action that holds a download (the policy's `Action.pause`; this library does not link the policy).
+        public static let pauseAction = "pause"
+
+        /// Whether the policy says pause (rather than: no allowed link is up).
+        public var isPause: Bool { action == Self.pauseAction }
+
+        /// A download may start now (run or throttle, over some allowed link): the policy's `Decision.mayRun`,
+        /// the one definition of "may run", on the wire's string action (a test holds the two together).
+        public var mayRun: Bool { !isPause && !allowedLinks.isEmpty }
+
+        /// The answer a question's `decision` event carries (`GET /v1/events?tags=...`, no job); nil for any
+        /// other event.
+        public init?(decisionEvent event: EventBody, source: String = "daemon") {
+            guard event.event == "decision", event.job == nil, let action = event.action else { return nil }
+            self.init(action: action, rule: event.rule, rate: event.rate, reasons: event.reason.map { [$0] } ?? [],
+                      allowedLinks: event.allowedLinks ?? [], nextChange: event.nextChange, source: source)
+        }
     }
 
     public struct ExplainBody: Codable, Sendable {

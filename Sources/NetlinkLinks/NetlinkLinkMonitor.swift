@@ -1,8 +1,8 @@
+import BlockingIO
 import CNetlink
 import Foundation
 import Links
 import Logging
-import Synchronization
 
 /// The kernel backend of `LinkMonitor`, over libnl-route-3.
 ///
@@ -46,24 +46,12 @@ public struct NetlinkLinkMonitor: LinkMonitor {
     }
 
     public func snapshots() -> AsyncThrowingStream<LinkSnapshot, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LinkSnapshot.self, bufferingPolicy: .bufferingNewest(64))
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else {
-            continuation.finish(throwing: NetlinkError(.socket, "cannot create a wake-up pipe: \(String(cString: strerror(errno)))"))
-            return stream
+        let (namespacePath, coalesceMillis) = (self.namespacePath, Int32(max(0, coalesceWindow.milliseconds)))
+        let (recovery, faults, logger) = (self.recovery, self.faults, self.logger)
+        return PollThread.throwingStream(named: "mw-netlink", bufferingPolicy: .bufferingNewest(64)) { waiter in
+            try ReceiveLoop(namespacePath: namespacePath, coalesceMillis: coalesceMillis, recovery: recovery,
+                            faults: faults, waiter: waiter, logger: logger).run()
         }
-        let wakeRead = fds[0], wakeWrite = fds[1]
-        continuation.onTermination = { _ in
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
-        }
-        let loop = ReceiveLoop(namespacePath: namespacePath, coalesceMillis: Int32(max(0, coalesceWindow.milliseconds)),
-                               wakeRead: wakeRead, wakeWrite: wakeWrite, recovery: recovery, faults: faults,
-                               continuation: continuation, logger: logger)
-        let thread = Thread { loop.run() }
-        thread.name = "meterwise-netlink"
-        thread.start()
-        return stream
     }
 }
 
@@ -75,67 +63,50 @@ extension Duration {
 }
 
 /// The body of the monitor thread. Owns its sockets from start to end.
-final class ReceiveLoop: Sendable {
+final class ReceiveLoop {
     let namespacePath: String?
     let coalesceMillis: Int32
-    let wakeRead: Int32
-    let wakeWrite: Int32
-    let continuation: AsyncThrowingStream<LinkSnapshot, any Error>.Continuation
+    let waiter: PollWaiter<LinkSnapshot>
     let logger: Logger
     let limits: NetlinkRecovery.Limits
     let faults: NetlinkFaults
-    /// The last snapshot delivered and its number; kept across reconnects (only the loop thread uses them).
-    nonisolated(unsafe) var sequence: UInt64 = 0
-    nonisolated(unsafe) var last: LinkSnapshot?
+    /// The last snapshot delivered and its number; kept across reconnects.
+    var sequence: UInt64 = 0
+    var last: LinkSnapshot?
 
-    init(namespacePath: String?, coalesceMillis: Int32, wakeRead: Int32, wakeWrite: Int32,
-         recovery: NetlinkRecovery.Limits, faults: NetlinkFaults,
-         continuation: AsyncThrowingStream<LinkSnapshot, any Error>.Continuation, logger: Logger) {
+    init(namespacePath: String?, coalesceMillis: Int32, recovery: NetlinkRecovery.Limits, faults: NetlinkFaults,
+         waiter: PollWaiter<LinkSnapshot>, logger: Logger) {
         self.namespacePath = namespacePath
         self.limits = recovery
         self.faults = faults
         self.coalesceMillis = coalesceMillis
-        self.wakeRead = wakeRead
-        self.wakeWrite = wakeWrite
-        self.continuation = continuation
+        self.waiter = waiter
         self.logger = logger
     }
 
-    func run() {
-        defer {
-            close(wakeRead)
-            close(wakeWrite)
-        }
+    /// Returns when the consumer goes away; throws when netlink fails before the first snapshot, or for good.
+    func run() throws(NetlinkError) {
         let origin = ContinuousClock.now
         var recovery = NetlinkRecovery(limits: limits)
         var started = false
         while true {
             do {
                 try loop(started: &started) { recovery.opened(at: ContinuousClock.now - origin) }
-                continuation.finish()
                 return
             } catch {
                 // Before the first snapshot an error is the caller's to see (no namespace, no netlink).
-                guard started else {
-                    continuation.finish(throwing: error)
-                    return
-                }
+                guard started else { throw error }
                 switch recovery.failed(at: ContinuousClock.now - origin) {
                 case let .giveUp(failures, over):
                     let message = "netlink failed \(failures) times in a row over \(Int(over.seconds)) s, reopening "
                         + "after each (last: \(error)); giving up on link monitoring, so that a daemon exits and its "
                         + "service manager restarts it"
                     logger.error("\(message)")
-                    continuation.finish(throwing: NetlinkError(.gaveUp, message))
-                    return
+                    throw NetlinkError(.gaveUp, message)
                 case let .reopen(delay):
                     logger.warning(
                         "netlink: \(error); reopening and reading every link again in \(delay) (failure \(recovery.failures) in a row)")
-                    var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-                    if poll(&fds, 1, Int32(clamping: max(1, delay.milliseconds))) > 0 {
-                        continuation.finish()
-                        return
-                    }
+                    if waiter.sleep(for: max(.milliseconds(1), delay)) { return }
                 }
             }
         }
@@ -187,7 +158,7 @@ final class ReceiveLoop: Sendable {
             if let last, last.sameState(as: snapshot) { return }
             sequence += 1
             last = snapshot
-            continuation.yield(snapshot)
+            waiter.yield(snapshot)
         }
 
         publish()
@@ -196,18 +167,14 @@ final class ReceiveLoop: Sendable {
         let sink = RouteSink(capacity: 4096)
         defer { sink.free() }
         let eventFD = nl_socket_get_fd(events)
-        var fds = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
         while true {
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw NetlinkError(.socket, "poll on the netlink socket failed: \(String(cString: strerror(errno)))")
+            let wake: PollWake
+            do {
+                wake = try waiter.wait(for: [PollDescriptor(eventFD)])
+            } catch {
+                throw NetlinkError(.socket, "poll on the netlink socket failed: \(error)")
             }
-            if fds[1].revents != 0 { return }
-            guard fds[0].revents != 0 else { continue }
+            guard case .ready = wake else { return }
             try check(.receive)
             // Coalesce: drain the burst, give stragglers a moment, drain again, then act once.
             sink.reset()

@@ -1,3 +1,4 @@
+import BlockingIO
 import CNetlink
 import Foundation
 import Links
@@ -19,26 +20,15 @@ public struct WirelessHints: LinkHintSource {
     }
 
     public func hints() -> AsyncStream<LinkHints> {
-        let (stream, continuation) = AsyncStream.makeStream(of: LinkHints.self, bufferingPolicy: .bufferingNewest(1))
-        guard let stop = StopPipe() else {
-            logger.warning("nl80211: cannot create a pipe (out of file descriptors?); no Wi-Fi hints from nl80211")
-            continuation.yield(.none)
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { _ in stop.stop() }
         let logger = self.logger
-        let thread = Thread {
-            Self.follow(stop: stop, logger: logger) { continuation.yield($0) }
-            continuation.finish()
+        return PollThread.stream(named: "mw-nl80211", bufferingPolicy: .bufferingNewest(1)) { waiter in
+            Self.follow(waiter: waiter, logger: logger)
         }
-        thread.name = "meterwise-nl80211"
-        thread.start()
-        return stream
     }
 
-    /// The thread's body: emits the hints now, then each change, until `stop` or a netlink failure.
-    static func follow(stop: StopPipe, logger: Logger, emit: (LinkHints) -> Void) {
+    /// The thread's body: yields the hints now, then each change, until the consumer goes away or netlink fails.
+    static func follow(waiter: PollWaiter<LinkHints>, logger: Logger) {
+        let emit = { (hints: LinkHints) in _ = waiter.yield(hints) }
         let connection: Nl80211Connection
         do {
             guard let opened = try Nl80211Connection.open() else {
@@ -55,7 +45,7 @@ public struct WirelessHints: LinkHintSource {
         do {
             var last = try connection.read().hints
             emit(last)
-            while try waitForChange(connection, stop: stop) {
+            while try waitForChange(connection, waiter: waiter) {
                 let now = try connection.read().hints
                 if now != last {
                     last = now
@@ -69,22 +59,17 @@ public struct WirelessHints: LinkHintSource {
         }
     }
 
-    /// Sleeps until an event may have changed an SSID or BSSID (true) or `stop` is called (false).
-    private static func waitForChange(_ connection: Nl80211Connection, stop: StopPipe) throws(NetlinkError) -> Bool {
-        var fds = [
-            pollfd(fd: connection.eventDescriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: stop.readEnd, events: Int16(POLLIN), revents: 0),
-        ]
-        while !stop.isStopped {
-            fds[0].revents = 0
-            fds[1].revents = 0
-            if poll(&fds, 2, -1) < 0 {
-                if errno == EINTR { continue }
-                throw NetlinkError(.socket, "poll on the nl80211 socket failed: \(String(cString: strerror(errno)))")
+    /// Sleeps until an event may have changed an SSID or BSSID (true) or the consumer goes away (false).
+    private static func waitForChange(_ connection: Nl80211Connection, waiter: PollWaiter<LinkHints>) throws(NetlinkError) -> Bool {
+        while true {
+            let wake: PollWake
+            do {
+                wake = try waiter.wait(for: [PollDescriptor(connection.eventDescriptor)])
+            } catch {
+                throw NetlinkError(.socket, "poll on the nl80211 socket failed: \(error)")
             }
-            if fds[1].revents != 0 { return false }
-            if fds[0].revents != 0, try connection.readEvents() { return true }
+            guard case .ready = wake else { return false }
+            if try connection.readEvents() { return true }
         }
-        return false
     }
 }

@@ -33,4 +33,12 @@ public struct Decision: Sendable, Hashable {
         self.nextChange = nextChange
         self.budgetKey = budgetKey
     }
+
+    /// A download may run now: the action is not `pause` and some link is allowed. The one definition of
+    /// "may run": the planner, `check`, `run` and the control API use it (`ControlAPI.DecisionBody.mayRun`
+    /// mirrors it on the wire, where the action is a string).
+    public var mayRun: Bool { action != .pause && !allowedLinks.isEmpty }
+
+    /// What a job does under this decision: equal outcomes are the same decision for whoever acts on it.
+    public var outcome: Outcome { Outcome(self) }
 }

@@ -1,7 +1,7 @@
+import BlockingIO
 import Foundation
 import Links
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -65,67 +65,30 @@ extension BusHintReader {
     }
 }
 
-/// A pipe that wakes the loop's `poll` when the consumer goes away.
-final class WakePipe: Sendable {
-    let readEnd: Int32
-    let writeEnd: Int32
-    private let stopped = Atomic<Bool>(false)
-
-    init() {
-        var fds: [Int32] = [-1, -1]
-        if pipe(&fds) != 0 { fds = [-1, -1] }
-        for fd in fds where fd >= 0 {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-        }
-        readEnd = fds[0]
-        writeEnd = fds[1]
-    }
-
-    var isStopped: Bool { stopped.load(ordering: .acquiring) }
-
-    func stop() {
-        stopped.store(true, ordering: .releasing)
-        var byte: UInt8 = 1
-        _ = write(writeEnd, &byte, 1)
-    }
-
-    deinit {
-        close(readEnd)
-        close(writeEnd)
-    }
-}
-
-/// The loop of one `hints()` stream, on its own thread: it owns the bus connection.
-final class HintLoop<Reader: BusHintReader>: @unchecked Sendable {
+/// The loop of one `hints()` stream, on its own thread (`PollThread`): it owns the bus connection.
+final class HintLoop<Reader: BusHintReader> {
     let logger: Logger
-    let wake: WakePipe
-    let emit: (LinkHints) -> Void
+    let waiter: PollWaiter<LinkHints>
     var reader: Reader
     var last: LinkHints?
     var saidNotRunning = false
 
-    init(reader: Reader, logger: Logger, wake: WakePipe, emit: @escaping (LinkHints) -> Void) {
+    init(reader: Reader, logger: Logger, waiter: PollWaiter<LinkHints>) {
         self.reader = reader
         self.logger = logger
-        self.wake = wake
-        self.emit = emit
+        self.waiter = waiter
     }
 
     /// A stream of `reader`'s hints, served by a loop on a thread of its own until the consumer goes away.
     static func stream(reader: Reader, logger: Logger) -> AsyncStream<LinkHints> {
-        let (stream, continuation) = AsyncStream.makeStream(of: LinkHints.self, bufferingPolicy: .bufferingNewest(1))
-        let wake = WakePipe()
-        let loop = HintLoop(reader: reader, logger: logger, wake: wake) { continuation.yield($0) }
-        continuation.onTermination = { _ in wake.stop() }
-        let thread = Thread { loop.run() }
-        thread.start()
-        return stream
+        PollThread.stream(named: "mw-hints", bufferingPolicy: .bufferingNewest(1)) { waiter in
+            HintLoop(reader: reader, logger: logger, waiter: waiter).run()
+        }
     }
 
     func run() {
         var backoff = 1
-        while !wake.isStopped {
+        while !waiter.isStopped {
             let bus: SystemBus
             do {
                 bus = try SystemBus()
@@ -138,7 +101,7 @@ final class HintLoop<Reader: BusHintReader>: @unchecked Sendable {
                 }
                 publish(.none)
                 logger.warning("system D-Bus: \(error); trying again in \(backoff) s")
-                if waitForWake(milliseconds: Int32(backoff * 1000)) { return }
+                if waiter.sleep(for: .seconds(backoff)) { return }
                 backoff = min(backoff * 2, 60)
                 continue
             }
@@ -164,7 +127,7 @@ final class HintLoop<Reader: BusHintReader>: @unchecked Sendable {
 
     /// Waits for signals and re-reads NetworkManager after each burst; returns when stopped.
     func serve(_ bus: SystemBus) throws(BusError) {
-        while !wake.isStopped {
+        while !waiter.isStopped {
             try bus.processPending()
             if bus.changed.raised {
                 bus.changed.raised = false
@@ -178,12 +141,12 @@ final class HintLoop<Reader: BusHintReader>: @unchecked Sendable {
                 continue
             }
             let request = bus.pollRequest()
-            var fds = [
-                pollfd(fd: request.fd, events: request.events, revents: 0),
-                pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0),
-            ]
-            let r = poll(&fds, 2, request.timeoutMilliseconds)
-            if r < 0 && errno != EINTR { throw BusError(what: "poll on the system bus failed", code: -errno) }
+            let timeout = request.timeoutMilliseconds < 0 ? nil : Duration.milliseconds(request.timeoutMilliseconds)
+            do {
+                _ = try waiter.wait(for: [PollDescriptor(request.fd, events: request.events)], timeout: timeout)
+            } catch {
+                throw BusError(what: "poll on the system bus failed", code: -error.errno)
+            }
         }
     }
 
@@ -208,14 +171,7 @@ final class HintLoop<Reader: BusHintReader>: @unchecked Sendable {
     func publish(_ hints: LinkHints) {
         guard hints != last else { return }
         last = hints
-        emit(hints)
-    }
-
-    /// Sleeps up to `milliseconds`; true when woken because the consumer went away.
-    func waitForWake(milliseconds: Int32) -> Bool {
-        var fds = [pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
-        _ = poll(&fds, 1, milliseconds)
-        return wake.isStopped
+        waiter.yield(hints)
     }
 }
 

@@ -1,3 +1,4 @@
+import BlockingIO
 import ConfigKit
 import Foundation
 import Links
@@ -20,35 +21,26 @@ public struct NetworkdLeaseHints: LinkHintSource {
     }
 
     public func hints() -> AsyncStream<LinkHints> {
-        let (stream, continuation) = AsyncStream.makeStream(of: LinkHints.self, bufferingPolicy: .bufferingNewest(1))
-        let wake = WakePipe()
-        continuation.onTermination = { _ in wake.stop() }
         let directory = self.directory
-        let thread = Thread {
+        return PollThread.stream(named: "mw-networkd", bufferingPolicy: .bufferingNewest(1)) { waiter in
             let watch = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
             defer { if watch >= 0 { close(watch) } }
             let added = watch >= 0
                 ? inotify_add_watch(watch, directory, UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM))
                 : -1
             var last = Self.readLeases(directory)
-            continuation.yield(last)
+            waiter.yield(last)
             guard added >= 0 else { return }  // no networkd here: nothing will change
             var buffer = [UInt8](repeating: 0, count: 4096)
-            while !wake.isStopped {
-                var fds = [pollfd(fd: watch, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
-                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
-                if fds[1].revents != 0 { return }
+            while case .ready = (try? waiter.wait(for: [PollDescriptor(watch)])) ?? .stopped {
                 while Glibc.read(watch, &buffer, buffer.count) > 0 {}
                 let now = Self.readLeases(directory)
                 if now != last {
                     last = now
-                    continuation.yield(now)
+                    waiter.yield(now)
                 }
             }
         }
-        thread.start()
-        return stream
     }
 
     /// The hints of every lease file now, by interface name (files are named by interface index).

@@ -1,7 +1,7 @@
 // The few Linux calls Swift cannot reach through Glibc: per-thread file-system credentials (the
 // raw syscalls; glibc's setgroups() changes every thread of the process), faccessat2 with AT_EACCESS,
 // renameat2 with RENAME_NOREPLACE, flock, SO_PEERCRED, O_PATH and fstatfs, sync_file_range, the kernel's
-// tcp_info, mallopt.
+// tcp_info, mallopt, pidfd_open.
 // Imported by Transfer (files as the asker, write-back, connections), Engine (the asker of a control
 // connection) and the executable (allocator tuning) only.
 #ifndef METERWISE_CFILECALLS_H
@@ -39,6 +39,9 @@ struct mw_peer_credentials {
 int mw_so_peercred(void);
 /// O_PATH (glibc hides it without _GNU_SOURCE).
 int mw_o_path(void);
+/// pidfd_open(pid, 0) with O_CLOEXEC: a descriptor that polls readable once the process has exited
+/// (Linux 5.3). A descriptor or -1 with errno (ENOSYS on older kernels).
+int mw_pidfd_open(pid_t pid);
 /// 1 when `fd` is on procfs (fstatfs's f_type is PROC_SUPER_MAGIC), 0 when not, -1 with errno.
 int mw_is_procfs(int fd);
 /// Starts write-back of every dirty page of `fd` without waiting for it (sync_file_range
