@@ -433,7 +433,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         // Paused time saved before (a restart, a failed job resumed) goes on counting.
         if let saved = (try? store.pausedSeconds([entry.id]))?[entry.id] { runtime.pausedTotal = .seconds(saved) }
         jobs[entry.id] = runtime
-        index.modify(slot) { $0.flags.insert(.live) }
+        index.modify(slot) { $0.flags.formUnion(.live) }
         return true
     }
 
