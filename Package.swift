@@ -152,7 +152,8 @@ let package = Package(
         .executableTarget(
             name: "Meterwise",
             dependencies: [
-                "Links", "NetlinkLinks", "SystemHints", "Policy", "Transfer", "RangeServer", "Engine", "Lab", "ConfigKit",
+                "Links", "NetlinkLinks", "SystemHints", "Policy", "Transfer", "RangeServer", "Engine", "Lab",
+                "ConfigKit",
                 "MeterwiseClient", "CFileCalls", "BlockingIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -178,7 +179,7 @@ let package = Package(
                         "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/packaging/meterwise.order",
                         "-Xlinker", "--no-warn-symbol-ordering",
                     ],
-                    .when(platforms: [.linux], configuration: .release)),
+                    .when(platforms: [.linux], configuration: .release))
             ]
         ),
         // Benchmarks (bench/*/run.sh builds them in release and prints a table).
@@ -211,7 +212,9 @@ let package = Package(
         .testTarget(name: "LinksTests", dependencies: ["Links", "ConfigKit", "TestSupport"]),
         .testTarget(
             name: "NetlinkLinksTests",
-            dependencies: ["NetlinkLinks", "Links", "Lab", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "NetlinkLinks", "Links", "Lab", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "SystemHintsTests", dependencies: ["SystemHints", "Links", "Lab", "TestSupport"]),
         .testTarget(
@@ -223,7 +226,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TransferTests",
-            dependencies: ["Transfer", "RangeServer", "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+            dependencies: [
+                "Transfer", "RangeServer", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]),
         .testTarget(
             name: "EngineTests",
             dependencies: [
@@ -231,7 +237,9 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab", "Engine"]),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab", "Engine"]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]
 )

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 /// A descriptor a `PollWaiter` waits on, and for what (`POLLIN` unless said otherwise).

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 /// Why a `PollWaiter` could not wait: `poll` itself failed (not an interruption, which is retried).

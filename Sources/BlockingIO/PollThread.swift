@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A blocking source on a thread of its own, as an `AsyncStream`: the one way Meterwise reads the kernel,

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 /// What the body of a `PollThread` is given: it waits on its descriptors (and the wake pipe) and yields

@@ -1,9 +1,9 @@
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 /// The pipe a `PollThread` polls next to its source's descriptors: `stop()` (the consumer went away) makes

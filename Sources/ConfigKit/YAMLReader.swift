@@ -32,7 +32,8 @@ public struct YAMLReader {
             return node
         } catch let error as YamlError {
             let (line, column, problem) = Self.locate(error)
-            record(line: line, column: column, "YAML syntax: \(problem)",
+            record(
+                line: line, column: column, "YAML syntax: \(problem)",
                 hint: "check indentation and quoting near this line")
             return nil
         } catch {
@@ -78,7 +79,8 @@ public struct YAMLReader {
                 continue
             }
             if let allowed, !allowed.contains(name) {
-                record(key, "unknown key `\(name)` in \(what)",
+                record(
+                    key, "unknown key `\(name)` in \(what)",
                     hint: "valid keys: " + allowed.joined(separator: ", ") + Self.suggestion(name, allowed))
                 continue
             }
@@ -147,7 +149,8 @@ public struct YAMLReader {
         switch Units.readDuration(text) {
         case .value(let value) where value <= cap.value: return value
         case .value, .tooLarge:
-            record(node, "\(what) must be at most \(cap.text), not `\(text)`",
+            record(
+                node, "\(what) must be at most \(cap.text), not `\(text)`",
                 hint: "write a duration up to \(cap.text), e.g. 30s, 10m or 1h30m")
         case .malformed:
             record(node, "bad duration `\(text)` for \(what)", hint: Units.durationHint)
@@ -161,7 +164,8 @@ public struct YAMLReader {
         switch Units.readBytes(text) {
         case .value(let value) where value <= cap.value: return value
         case .value, .tooLarge:
-            record(node, "\(what) must be at most \(cap.text), not `\(text)`",
+            record(
+                node, "\(what) must be at most \(cap.text), not `\(text)`",
                 hint: "write a size up to \(cap.text), e.g. 500MiB or 20GiB")
         case .malformed:
             record(node, "bad size `\(text)` for \(what)", hint: Units.bytesHint)
@@ -175,7 +179,8 @@ public struct YAMLReader {
         switch Units.readRate(text) {
         case .value(let value) where value <= cap.value: return value
         case .value, .tooLarge:
-            record(node, "\(what) must be at most \(cap.text), not `\(text)`",
+            record(
+                node, "\(what) must be at most \(cap.text), not `\(text)`",
                 hint: "write a rate up to \(cap.text), e.g. 512KiB/s or 10MiB/s")
         case .malformed:
             record(node, "bad rate `\(text)` for \(what)", hint: Units.rateHint)
@@ -191,7 +196,8 @@ public struct YAMLReader {
     }
 
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

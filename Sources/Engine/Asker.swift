@@ -1,8 +1,9 @@
+import MeterwiseClient
+import Transfer
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MeterwiseClient
-import Transfer
 
 /// Who asks the daemon, as the kernel vouches for it (SO_PEERCRED of the control connection). A job
 /// belongs to the uid that added it: users see and control only their own jobs, root and the daemon's

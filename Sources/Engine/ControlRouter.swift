@@ -1,6 +1,6 @@
 import Foundation
-import MeterwiseClient
 import Links
+import MeterwiseClient
 import Policy
 
 /// A response of the control API: a status and a JSON (or text) body.
@@ -40,8 +40,11 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
     public func handle(method: String, path: String, body: Data, asker: Asker = .process) async -> ControlResponse {
         let parts = path.split(separator: "?").first.map { $0.split(separator: "/").map(String.init) } ?? []
         let id = parts.count >= 3 && parts[0] == "v1" && parts[1] == "jobs" ? parts[2] : nil
-        let route = (method, parts.count >= 2 ? "/" + parts.prefix(2).joined(separator: "/") : "/" + parts.joined(separator: "/"),
-                     parts.count)
+        let route = (
+            method,
+            parts.count >= 2 ? "/" + parts.prefix(2).joined(separator: "/") : "/" + parts.joined(separator: "/"),
+            parts.count
+        )
         do {
             // Only the decision routes take parameters; elsewhere a query is a mistake worth saying.
             let query = try QueryString.of(target: path)
@@ -67,9 +70,10 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
             case ("GET", "/v1/jobs", 4) where parts[3] == "explain":
                 let explanation = try await engine.explain(id!, for: asker)
                 let decision = explanation.decision
-                return .json(ControlAPI.ExplainBody(
-                    action: decision.action.rawValue, rule: decision.rule, rate: decision.rate,
-                    reasons: decision.reasons, allowedLinks: decision.allowedLinks, text: explanation.text))
+                return .json(
+                    ControlAPI.ExplainBody(
+                        action: decision.action.rawValue, rule: decision.rule, rate: decision.rate,
+                        reasons: decision.reasons, allowedLinks: decision.allowedLinks, text: explanation.text))
             case ("POST", "/v1/jobs", 4):
                 guard let command = ControlAPI.JobCommand(rawValue: parts[3]) else {
                     throw EngineError(.invalidRequest, "unknown action \(parts[3]): use pause, resume or cancel")
@@ -107,7 +111,9 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 return .json(LinkSnapshotDocument(await engine.snapshot, verdict: NetworkClass.builtInVerdict))
             case ("GET", "/metrics", 1):
                 // Every job's figures: for root and the daemon's own user only.
-                guard asker.seesEveryJob else { throw EngineError(.forbidden, "/metrics is for root and the daemon's user") }
+                guard asker.seesEveryJob else {
+                    throw EngineError(.forbidden, "/metrics is for root and the daemon's user")
+                }
                 let text = await Metrics.render(engine: engine)
                 return ControlResponse(status: 200, contentType: Metrics.contentType, body: Data(text.utf8))
             default:
@@ -140,7 +146,8 @@ extension ControlRouter {
             case "size":
                 guard let size = Int64(value), (0...(1 << 50)).contains(size) else {
                     throw EngineError(
-                        .invalidRequest, "size must be a number of bytes from 0 to 2^50, not `\(QueryString.visible(value))`")
+                        .invalidRequest,
+                        "size must be a number of bytes from 0 to 2^50, not `\(QueryString.visible(value))`")
                 }
                 job.size = size
             case "tags":
@@ -161,7 +168,8 @@ extension ControlRouter {
             default:
                 throw EngineError(
                     .invalidRequest,
-                    "unknown parameter `\(QueryString.visible(name))`: use size, tags, allow_metered, allow_roaming, priority")
+                    "unknown parameter `\(QueryString.visible(name))`: use size, tags, allow_metered, allow_roaming, priority"
+                )
             }
         }
         return job
@@ -172,7 +180,8 @@ extension ControlRouter {
         switch value {
         case "true", "1", "yes": return true
         case "false", "0", "no": return false
-        default: throw EngineError(.invalidRequest, "\(name) must be true or false, not `\(QueryString.visible(value))`")
+        default:
+            throw EngineError(.invalidRequest, "\(name) must be true or false, not `\(QueryString.visible(value))`")
         }
     }
 }

@@ -1,12 +1,12 @@
 import CFileCalls
 import Foundation
-import Synchronization
-import MeterwiseClient
 import Logging
-import Policy
+import MeterwiseClient
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Policy
+import Synchronization
 
 /// The control API: HTTP/1.1 + JSON on a Unix domain socket (docs/api.md).
 ///
@@ -33,8 +33,10 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
     /// The default interval of an event stream's `keepalive` events.
     public static var defaultKeepalive: Duration { .seconds(15) }
 
-    public init(path: String, group: String? = nil, engine: Engine<C>, keepalive: Duration = Self.defaultKeepalive,
-                logger: Logger = Logger(label: "meterwise.api")) {
+    public init(
+        path: String, group: String? = nil, engine: Engine<C>, keepalive: Duration = Self.defaultKeepalive,
+        logger: Logger = Logger(label: "meterwise.api")
+    ) {
         self.path = path
         self.group = group
         self.keepalive = keepalive
@@ -45,7 +47,9 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
     /// Binds the socket; call `serve` with the result.
-    public func bind() async throws -> NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never> {
+    public func bind() async throws -> NIOAsyncChannel<
+        NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never
+    > {
         let socket = ControlSocket(path: path, group: group)
         try socket.checkFree()
         let privateDirectory = try socket.makePrivateDirectory()
@@ -79,7 +83,9 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
     }
 
     /// Serves connections until cancelled.
-    public func serve(_ channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>) async throws {
+    public func serve(_ channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>)
+        async throws
+    {
         defer {
             if let identity = published.get() { ControlSocket(path: path, group: group).remove(ifStill: identity) }
         }
@@ -101,7 +107,8 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         }
         guard connections.open(for: asker.uid) else {
             // Closed unanswered: the HTTP pipeline must not send a response before a request arrived.
-            logger.notice("uid \(asker.uid) has \(ConnectionCount.perUser) control connections open; one more was closed")
+            logger.notice(
+                "uid \(asker.uid) has \(ConnectionCount.perUser) control connections open; one more was closed")
             try? await connection.channel.close()
             return
         }
@@ -130,8 +137,12 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                         body = Data()
                     case var .body(buffer):
                         guard body.count + buffer.readableBytes <= 1 << 20 else {
-                            try await respond(outbound, head: head, ControlResponse.json(
-                                ControlAPI.ErrorBody(error: "request body over 1 MiB", code: EngineError.Code.invalidRequest.rawValue), status: 413))
+                            try await respond(
+                                outbound, head: head,
+                                ControlResponse.json(
+                                    ControlAPI.ErrorBody(
+                                        error: "request body over 1 MiB", code: EngineError.Code.invalidRequest.rawValue
+                                    ), status: 413))
                             return
                         }
                         body.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? [])
@@ -145,7 +156,9 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                             let channel = connection.channel
                             await withTaskCancellationHandler {
                                 await withTaskGroup(of: Void.self) { group in
-                                    group.addTask { try? await self.streamEvents(outbound, head: request, asker: asker) }
+                                    group.addTask {
+                                        try? await self.streamEvents(outbound, head: request, asker: asker)
+                                    }
                                     group.addTask { try? await channel.closeFuture.get() }
                                     await group.next()
                                     group.cancelAll()
@@ -156,8 +169,9 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
                             }
                             return
                         }
-                        let response = await router.handle(method: request.method.rawValue, path: request.uri, body: body,
-                                                           asker: asker)
+                        let response = await router.handle(
+                            method: request.method.rawValue, path: request.uri, body: body,
+                            asker: asker)
                         try await respond(outbound, head: request, response)
                         head = nil
                         if !request.isKeepAlive { return }
@@ -169,14 +183,19 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
         }
     }
 
-    func respond(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead?,
-                 _ response: ControlResponse) async throws {
+    func respond(
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead?,
+        _ response: ControlResponse
+    ) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
         headers.add(name: "Content-Length", value: "\(response.body.count)")
         let version = head?.version ?? .http1_1
-        try await outbound.write(.head(HTTPResponseHead(version: version, status: .init(statusCode: response.status),
-                                                        headers: headers)))
+        try await outbound.write(
+            .head(
+                HTTPResponseHead(
+                    version: version, status: .init(statusCode: response.status),
+                    headers: headers)))
         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
         try await outbound.write(.end(nil))
     }
@@ -184,8 +203,10 @@ public struct ControlServer<C: Clock>: Sendable where C.Duration == Duration, C.
     /// `GET /v1/events`: one JSON object per line, chunked, until the client goes away. With a question in
     /// the query (`?tags=apt&size=N`, as for `/v1/decision`) the stream also carries a `decision` event
     /// without a job for that question: its answer at once, then each time it changes.
-    func streamEvents(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead,
-                      asker: Asker) async throws {
+    func streamEvents(
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, head: HTTPRequestHead,
+        asker: Asker
+    ) async throws {
         var question: JobInfo?
         do {
             question = head.uri.contains("?") ? try ControlRouter<C>.decisionQuery(head.uri) : nil

@@ -1,5 +1,6 @@
 import CFileCalls
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +23,8 @@ struct ControlSocket {
             throw EngineError(.socket, "\(path) exists and is not a socket: remove it or choose another --socket")
         }
         if Self.someoneListens(path) {
-            throw EngineError(.socket, "another daemon listens on \(path): stop it, or choose another --socket and --state")
+            throw EngineError(
+                .socket, "another daemon listens on \(path): stop it, or choose another --socket and --state")
         }
     }
 
@@ -32,11 +34,15 @@ struct ControlSocket {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw EngineError(.socket, "cannot create \(directory) for the control socket: choose another --socket", cause: error)
+            throw EngineError(
+                .socket, "cannot create \(directory) for the control socket: choose another --socket", cause: error)
         }
         var template = Array((directory + "/.meterwise-bind-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw EngineError(.socket, "cannot create a directory in \(directory) (\(String(cString: strerror(errno)))): choose another --socket")
+            throw EngineError(
+                .socket,
+                "cannot create a directory in \(directory) (\(String(cString: strerror(errno)))): choose another --socket"
+            )
         }
         return String(cString: made)
     }
@@ -46,13 +52,16 @@ struct ControlSocket {
     func publish(_ bound: String) throws(EngineError) -> (dev_t, ino_t) {
         var wantGroup: gid_t?
         if let group {
-            guard let entry = getgrnam(group) else { throw EngineError(.socket, "no group \(group): create it or drop --group") }
+            guard let entry = getgrnam(group) else {
+                throw EngineError(.socket, "no group \(group): create it or drop --group")
+            }
             let gid = entry.pointee.gr_gid
             wantGroup = gid
             guard chown(bound, getuid(), gid) == 0 else {
                 throw EngineError(
                     .socket,
-                    "cannot give the socket to group \(group) (\(String(cString: strerror(errno)))): run the daemon as root (with CAP_CHOWN) or as a member of \(group), or drop --group")
+                    "cannot give the socket to group \(group) (\(String(cString: strerror(errno)))): run the daemon as root (with CAP_CHOWN) or as a member of \(group), or drop --group"
+                )
             }
         }
         guard chmod(bound, mode) == 0 else {
@@ -63,7 +72,8 @@ struct ControlSocket {
         if st.st_mode & 0o777 != mode || (wantGroup.map { st.st_gid != $0 } ?? false) {
             throw EngineError(
                 .socket,
-                "the socket came out \(String(st.st_mode & 0o777, radix: 8)) group \(st.st_gid), not \(String(mode, radix: 8))\(group.map { " group \($0)" } ?? ""): check the daemon's capabilities")
+                "the socket came out \(String(st.st_mode & 0o777, radix: 8)) group \(st.st_gid), not \(String(mode, radix: 8))\(group.map { " group \($0)" } ?? ""): check the daemon's capabilities"
+            )
         }
         try checkFree()
         // A stale socket (no one listens) is removed; the new one never replaces anything, so two daemons
@@ -71,8 +81,12 @@ struct ControlSocket {
         var existing = stat()
         if lstat(path, &existing) == 0 { unlink(path) }
         guard mw_rename_noreplace(AT_FDCWD, bound, AT_FDCWD, path) == 0 else {
-            if errno == EEXIST { throw EngineError(.socket, "another daemon took \(path) just now: stop it, or choose another --socket") }
-            throw EngineError(.socket, "cannot move the socket to \(path) (\(String(cString: strerror(errno)))): choose another --socket")
+            if errno == EEXIST {
+                throw EngineError(.socket, "another daemon took \(path) just now: stop it, or choose another --socket")
+            }
+            throw EngineError(
+                .socket,
+                "cannot move the socket to \(path) (\(String(cString: strerror(errno)))): choose another --socket")
         }
         return (st.st_dev, st.st_ino)
     }

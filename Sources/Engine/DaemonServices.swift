@@ -97,8 +97,11 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
     /// reload); nil: trapped when this service runs.
     let sighup: UnixSignalsSequence?
 
-    public init(engine: Engine<C>, source: PolicySource, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
-                sighup: UnixSignalsSequence? = nil) {
+    public init(
+        engine: Engine<C>, source: PolicySource, logger: Logger,
+        notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
+        sighup: UnixSignalsSequence? = nil
+    ) {
         self.engine = engine
         self.source = source
         self.logger = logger
@@ -127,7 +130,9 @@ public struct PolicyReloadService<C: Clock>: Service where C.Duration == Duratio
     /// Parses on `PolicyLoadThread`, off the engine's executor and the shared pool; the engine sees only a
     /// policy that loaded whole.
     func reload(because reason: String) async {
-        notifier.send("RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds)\nSTATUS=reloading the policy (\(reason))")
+        notifier.send(
+            "RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds)\nSTATUS=reloading the policy (\(reason))"
+        )
         do {
             let policy = try await PolicyLoadThread.load(source)
             await engine.reload(policy: policy)

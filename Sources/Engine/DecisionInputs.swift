@@ -23,7 +23,8 @@ public struct DecisionInputs: Sendable {
     public var usage: Usage
     public var timeZone: TimeZone
 
-    public init(policy: PolicySet, snapshot: LinkSnapshot? = nil, usage: Usage = Usage(), timeZone: TimeZone = .current) {
+    public init(policy: PolicySet, snapshot: LinkSnapshot? = nil, usage: Usage = Usage(), timeZone: TimeZone = .current)
+    {
         self.policy = policy
         self.snapshot = snapshot
         self.usage = usage

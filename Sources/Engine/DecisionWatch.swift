@@ -12,9 +12,11 @@ struct DecisionWatch<C: Clock>: Sendable where C.Duration == Duration, C.Instant
 
     /// Passes each answer to `emit` until the engine stops, `emit` throws or the task is cancelled.
     func run(emit: (Decision) async throws -> Void) async throws {
-        let engine = self.engine, job = self.job
+        let engine = self.engine
+        let job = self.job
         let loop = DecisionLoop(clock: engine.clock, origin: engine.origin, originDate: engine.originDate)
-        try await loop.run(triggers: engine.events.subscribe(buffer: 16), decide: { _ in await engine.decide(job).decision },
-                           emit: emit)
+        try await loop.run(
+            triggers: engine.events.subscribe(buffer: 16), decide: { _ in await engine.decide(job).decision },
+            emit: emit)
     }
 }

@@ -7,7 +7,8 @@ extension Engine {
     /// for `""`, else the daemon's (whose no_proxy list applies to a job's proxy too).
     func connection(for record: JobRecord) throws(TransferError) -> (tls: TLSSettings, proxy: ProxySettings) {
         let tls = try TLSSettings.load(
-            caFile: record.caFile, certFile: record.certFile, keyFile: record.keyFile, extraTrust: configuration.caBundle,
+            caFile: record.caFile, certFile: record.certFile, keyFile: record.keyFile,
+            extraTrust: configuration.caBundle,
             identity: record.owner.identity, names: .api)
         return (tls, try proxySettings(for: record))
     }
@@ -23,7 +24,9 @@ extension Engine {
     /// The proxy the job's requests go through, nil when direct (for `status`).
     func proxy(for record: JobRecord) -> ProxyServer? {
         // Most jobs have no proxy of their own and the daemon none either: no URL to read then.
-        if record.proxy == "" || (record.proxy == nil && configuration.proxy.http == nil && configuration.proxy.https == nil) {
+        if record.proxy == ""
+            || (record.proxy == nil && configuration.proxy.http == nil && configuration.proxy.https == nil)
+        {
             return nil
         }
         return (try? proxySettings(for: record))?.server(for: record.url)

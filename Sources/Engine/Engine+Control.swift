@@ -11,13 +11,17 @@ extension Engine {
         var spec = spec
         if let problem = DownloadURL.problem(spec.url) { throw EngineError(.invalidRequest, problem) }
         // The HEAD URL is requested by the daemon too: the same check, or it could reach other schemes.
-        if let head = spec.headURL, let problem = DownloadURL.problem(head) { throw EngineError(.invalidRequest, "head_url: " + problem) }
+        if let head = spec.headURL, let problem = DownloadURL.problem(head) {
+            throw EngineError(.invalidRequest, "head_url: " + problem)
+        }
         if let problem = spec.problem { throw EngineError(.invalidRequest, problem) }
         if let refusal = configuration.quota.refusal(asker: asker, unfinished: index.unfinished(of: asker.uid)) {
             throw EngineError(.quota, refusal)
         }
         if let sha256 = spec.sha256 {
-            guard let parsed = ExpectedSHA256.parse(sha256) else { throw EngineError(.invalidRequest, ExpectedSHA256.hint) }
+            guard let parsed = ExpectedSHA256.parse(sha256) else {
+                throw EngineError(.invalidRequest, ExpectedSHA256.hint)
+            }
             spec.sha256 = parsed
         }
         guard spec.destination.hasPrefix("/") else {
@@ -41,11 +45,12 @@ extension Engine {
         }
         try checkDestinationFree(spec.destination, for: asker)
         let id = id ?? Self.newID()
-        var record = JobRecord(id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
-                               expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
-                               allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
-                               checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
-                               ownerUID: asker.uid, ownerGID: asker.gid, maxSize: spec.maxSize, now: now)
+        var record = JobRecord(
+            id: id, url: spec.url, destination: spec.destination, headURL: spec.headURL,
+            expectedSHA256: spec.sha256, size: spec.size, priority: spec.priority, tags: spec.tags,
+            allowMetered: spec.allowMetered, allowRoaming: spec.allowRoaming, segments: spec.segments,
+            checkpointPath: DownloadRequest(url: spec.url, destination: spec.destination).checkpointPath,
+            ownerUID: asker.uid, ownerGID: asker.gid, maxSize: spec.maxSize, now: now)
         record.caFile = spec.caFile
         record.certFile = spec.certFile
         record.keyFile = spec.keyFile
@@ -68,7 +73,8 @@ extension Engine {
         if let entry = index.entry(id) { record.state = entry.state }
         if let decision {
             record.rule = decision.rule
-            record.reason = index.entry(id)?.lifecycle.waitingForSlot == true
+            record.reason =
+                index.entry(id)?.lifecycle.waitingForSlot == true
                 ? Self.slotReason(configuration.maxActive) : decision.reasons.joined(separator: "; ")
         }
         return record
@@ -132,11 +138,12 @@ extension Engine {
         record.headURL = record.headURL.map(RedactedURL.withoutCredentials)
         // A proxy is shown as `via_proxy` is: the user kept, the password `<redacted>`.
         record.proxy = record.proxy.map(RedactedURL.withoutPassword)
-        var status = JobStatus(job: record, pausedSeconds: paused.seconds, link: link,
-                               action: final || heldByUser ? nil : runtime.decision?.action.rawValue,
-                               nextRetryAt: active ? runtime.nextRetryAt : nil,
-                               retryReason: active ? runtime.retryReason : nil,
-                               proxy: proxy(for: runtime.record)?.description)
+        var status = JobStatus(
+            job: record, pausedSeconds: paused.seconds, link: link,
+            action: final || heldByUser ? nil : runtime.decision?.action.rawValue,
+            nextRetryAt: active ? runtime.nextRetryAt : nil,
+            retryReason: active ? runtime.retryReason : nil,
+            proxy: proxy(for: runtime.record)?.description)
         status.heldBy = final || heldByUser ? nil : runtime.decision?.heldBy
         return status
     }
@@ -160,7 +167,8 @@ extension Engine {
     /// What the policy says now, with the live links and budgets, of a download like `job` (`check`,
     /// `GET /v1/decision`): nothing is queued.
     public func decide(_ job: JobInfo) -> Explanation {
-        policy.explain(job: job, snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+        policy.explain(
+            job: job, snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
     }
 
     /// Counts bytes another program moved for a download like `job` (`meterwise run`, `POST /v1/usage`)
@@ -189,9 +197,11 @@ extension Engine {
 
     /// One line for systemd's `STATUS=`: "2 running, 3 waiting: metered wwan0".
     public func statusLine() -> String {
-        let running = jobs.keys.count(where: isTransferring), waiting = index.waitingCount
+        let running = jobs.keys.count(where: isTransferring)
+        let waiting = index.waitingCount
         var line = "\(running) running, \(waiting) waiting"
-        let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+        let context = policy.context(
+            snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
         if let primary = context.primary, let network = context.primaryClass {
             line += ": \(network.metered ? "metered" : "unmetered") \(primary.name)"
         } else if haveSnapshot {
@@ -203,8 +213,9 @@ extension Engine {
     /// The policy's explanation of a job's decision right now.
     public func explain(_ id: String, for asker: Asker = .process) throws(EngineError) -> Explanation {
         let runtime = try runtime(id, for: asker)
-        return policy.explain(job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage, now: now,
-                              timeZone: configuration.timeZone)
+        return policy.explain(
+            job: runtime.record.jobInfo, snapshot: snapshot, usage: accounting.usage, now: now,
+            timeZone: configuration.timeZone)
     }
 
     /// The user's pause: the job stays paused until `resume`. Returns once its transfer (if one ran) has

@@ -27,7 +27,9 @@ extension Engine {
     /// A `ReasonCache` for the policy, links and budgets as they are now.
     func reasonCache() -> ReasonCache {
         let (policy, snapshot, usage, now, timeZone) = (policy, snapshot, accounting.usage, now, configuration.timeZone)
-        return ReasonCache(makeContext: { policy.context(snapshot: snapshot, usage: usage, now: now, timeZone: timeZone) })
+        return ReasonCache(makeContext: {
+            policy.context(snapshot: snapshot, usage: usage, now: now, timeZone: timeZone)
+        })
     }
 
     /// The job as status shows it: its live runtime, or its stored record with what the index knows now.
@@ -56,9 +58,11 @@ extension Engine {
         runtime.record.state = entry.state
         if let key = index.decision(of: entry) {
             runtime.record.rule = key.rule
-            runtime.record.reason = entry.lifecycle.waitingForSlot
+            runtime.record.reason =
+                entry.lifecycle.waitingForSlot
                 ? Self.slotReason(configuration.maxActive) : reasons.reason(entry, classes: index.classes)
-            runtime.decision = Decision(action: key.action, rate: key.rate, allowedLinks: key.allowedLinks, rule: key.rule)
+            runtime.decision = Decision(
+                action: key.action, rate: key.rate, allowedLinks: key.allowedLinks, rule: key.rule)
             runtime.decision?.heldBy = key.heldBy
         }
         return runtime

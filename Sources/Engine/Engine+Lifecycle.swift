@@ -52,8 +52,10 @@ extension Engine {
 
     /// A user's pause, resume or cancel: the lifecycle says what it does; a transfer being stopped is
     /// waited for, so what the caller reads next is true ("paused" means no more bytes come).
-    func userRequest(_ id: String, _ event: LifecycleEvent, stopReason: String,
-                     update: (inout JobRecord) -> Void = { _ in }) async throws(EngineError) {
+    func userRequest(
+        _ id: String, _ event: LifecycleEvent, stopReason: String,
+        update: (inout JobRecord) -> Void = { _ in }
+    ) async throws(EngineError) {
         guard let slot = index.slot(of: id) else {
             // Finished: the store's state refuses it (a resume of a failed job is `resume`'s).
             let state = view(id)?.record.state ?? .cancelled
@@ -118,8 +120,10 @@ extension Engine {
             case let .announcePaused(byUser):
                 let latency = stop.map { ContinuousClock.now - $0.decidedAt } ?? .zero
                 stopLatency.record(latency)
-                events.publish(.paused(job: id, reason: stop?.reason ?? "the transfer stopped", byUser: byUser,
-                                       timing: PauseTiming(decidedAt: stop?.wallClock ?? now, stoppedAfter: latency)))
+                events.publish(
+                    .paused(
+                        job: id, reason: stop?.reason ?? "the transfer stopped", byUser: byUser,
+                        timing: PauseTiming(decidedAt: stop?.wallClock ?? now, stoppedAfter: latency)))
             case .removePartial:
                 if let record = jobs[id]?.record { Self.removePartialFiles(of: record) }
             case .announceCancelled:

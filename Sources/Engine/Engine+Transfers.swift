@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import Foundation
-import MeterwiseClient
 import Links
 import Logging
+import MeterwiseClient
 import Policy
 import Transfer
 
@@ -89,7 +89,11 @@ extension Engine {
         configuration.tuneRequest(&request)
         // Jobs × segments stay within the client's connections per host, so no request waits for one.
         let perJob = max(1, TransferClient.perHostConnections / max(1, configuration.maxActive))
-        if let segments = request.segments { request.segments = min(segments, perJob) } else if perJob < 4 { request.segments = perJob }
+        if let segments = request.segments {
+            request.segments = min(segments, perJob)
+        } else if perJob < 4 {
+            request.segments = perJob
+        }
         var jobLogger = logger
         jobLogger[metadataKey: "job"] = "\(id)"
         return Download(request: request, client: configuration.httpClient, logger: jobLogger)
@@ -174,7 +178,9 @@ extension Engine {
     }
 
     func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
-        guard var runtime = jobs[id], let slot = index.slot(of: id), index[slot].lifecycle.phase.hasTransfer else { return }
+        guard var runtime = jobs[id], let slot = index.slot(of: id), index[slot].lifecycle.phase.hasTransfer else {
+            return
+        }
         runtime.nextRetryAt = nil
         runtime.retryReason = nil
         if case .success = result { runtime.record.interruptions = 0 }

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import Foundation
-import MeterwiseClient
 import Links
 import Logging
+import MeterwiseClient
 import Policy
 import Transfer
 
@@ -57,9 +57,11 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     let commands: AsyncStream<Command>
     let commandSink: AsyncStream<Command>.Continuation
 
-    public init(policy: PolicySet, store: JobStore, monitor: any LinkMonitor, clock: C, now: Date = Date(),
-                configuration: EngineConfiguration = EngineConfiguration(),
-                logger: Logger = Logger(label: "meterwise.engine")) throws(EngineError) {
+    public init(
+        policy: PolicySet, store: JobStore, monitor: any LinkMonitor, clock: C, now: Date = Date(),
+        configuration: EngineConfiguration = EngineConfiguration(),
+        logger: Logger = Logger(label: "meterwise.engine")
+    ) throws(EngineError) {
         self.policy = policy
         self.store = store
         self.monitor = monitor
@@ -86,7 +88,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             record.interruptions += 1
             if record.interruptions >= 2 {
                 record.state = .failed
-                record.error = "the daemon stopped \(record.interruptions) times in a row while this job ran, without saving progress in between; `meterwise resume \(record.id)` tries again"
+                record.error =
+                    "the daemon stopped \(record.interruptions) times in a row while this job ran, without saving progress in between; `meterwise resume \(record.id)` tries again"
             } else {
                 record.state = .queued
             }
@@ -150,7 +153,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         for id in jobs.keys {
             guard let slot = index.slot(of: id), index[slot].lifecycle.phase.hasTransfer else { continue }
             ending.append(id)
-            if !apply(slot, .shutdown).isEmpty { requestStop(id, reason: "the engine stopped", byPolicy: false, cancel: false) }
+            if !apply(slot, .shutdown).isEmpty {
+                requestStop(id, reason: "the engine stopped", byPolicy: false, cancel: false)
+            }
         }
         // Each transfer's end is handled as any other (`runEnded`): a running one is queued again for the
         // next start, one that completed meanwhile is completed.
@@ -187,7 +192,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         accounting.apply(snapshot)
         events.publish(.links(snapshot))
         // A link change may end an outage: transfers waiting to retry try again now.
-        for (id, runtime) in jobs where runtime.nextRetryAt != nil && isTransferring(id) { runtime.download?.retryNow() }
+        for (id, runtime) in jobs where runtime.nextRetryAt != nil && isTransferring(id) {
+            runtime.download?.retryNow()
+        }
         reconcileAll()
     }
 
@@ -208,7 +215,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     func reconcileAll() {
         guard !stopped, haveSnapshot else { return }
         let started = ContinuousClock.now
-        let context = policy.context(snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
+        let context = policy.context(
+            snapshot: snapshot, usage: accounting.usage, now: now, timeZone: configuration.timeZone)
         var earliest: C.Instant?
         var nextChange: Date?
         var activeCount = runningCount
@@ -243,16 +251,19 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                     held.append(number)
                 }
                 known = decided.count
-                decided.append(PassDecision(decision: decision, reason: decision.reasons.joined(separator: "; "),
-                                            number: number))
+                decided.append(
+                    PassDecision(
+                        decision: decision, reason: decision.reasons.joined(separator: "; "),
+                        number: number))
                 memo[key] = known
                 // When a decision can change by time alone; converted to the engine's clock once, at the end.
                 if let next = decision.nextChange { nextChange = min(nextChange ?? next, next) }
             }
             count += 1
             if decided[known].number == entry.decision,
-                Self.unchanged(entry.lifecycle.phase, action: decided[known].decision.action,
-                               slotsFull: activeCount >= configuration.maxActive)
+                Self.unchanged(
+                    entry.lifecycle.phase, action: decided[known].decision.action,
+                    slotsFull: activeCount >= configuration.maxActive)
             {
                 continue  // nothing to do for this job: most of a long queue on a link change
             }
@@ -263,13 +274,16 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 // A link change turns a long queue's decisions around: a job that never started costs two
                 // numbers and the action planned once for its class, no record and no hashing.
                 if decided[known].queuedAction == nil {
-                    decided[known].queuedAction = JobPlanner.plan(plannerInput(entry, decision: decided[known].decision))
+                    decided[known].queuedAction = JobPlanner.plan(
+                        plannerInput(entry, decision: decided[known].decision))
                 }
                 action = decided[known].queuedAction!
             }
             var number = decided[known].number
-            if let wake = decide(slot, decision: decided[known].decision, reason: decided[known].reason,
-                                 number: &number, held: &held, action: action, activeCount: &activeCount) {
+            if let wake = decide(
+                slot, decision: decided[known].decision, reason: decided[known].reason,
+                number: &number, held: &held, action: action, activeCount: &activeCount)
+            {
                 earliest = min(earliest ?? wake, wake)
             }
             if decided[known].number == nil { decided[known].number = number }
@@ -305,15 +319,17 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             info = index.classes[entry.jobClass].info(size: entry.policySize)
             info.id = id
         }
-        let decision = policy.decide(job: info, snapshot: snapshot, usage: accounting.usage, now: now,
-                                     timeZone: configuration.timeZone)
+        let decision = policy.decide(
+            job: info, snapshot: snapshot, usage: accounting.usage, now: now,
+            timeZone: configuration.timeZone)
         var activeCount = runningCount
         var number: Int32?
         var held: [Int32] = []
         defer { for number in held { index.releaseDecision(number) } }
-        var wake = decide(slot, decision: decision, reason: decision.reasons.joined(separator: "; "), number: &number,
-                          held: &held, action: JobPlanner.plan(plannerInput(entry, decision: decision)),
-                          activeCount: &activeCount)
+        var wake = decide(
+            slot, decision: decision, reason: decision.reasons.joined(separator: "; "), number: &number,
+            held: &held, action: JobPlanner.plan(plannerInput(entry, decision: decision)),
+            activeCount: &activeCount)
         if let next = decision.nextChange {
             let change = origin.advanced(by: .seconds(next.timeIntervalSince(originDate)))
             wake = min(wake ?? change, change)
@@ -342,8 +358,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     /// held at once (added to `held`, which the caller releases), before this job can leave the index and
     /// free it. Returns when the job wants to be decided again (its decision's own time-driven change is
     /// the caller's to schedule).
-    func decide(_ slot: Int32, decision: Decision, reason: String, number: inout Int32?, held: inout [Int32],
-                action: JobAction, activeCount: inout Int) -> C.Instant? {
+    func decide(
+        _ slot: Int32, decision: Decision, reason: String, number: inout Int32?, held: inout [Int32],
+        action: JobAction, activeCount: inout Int
+    ) -> C.Instant? {
         let id = index[slot].id
         let changed: Bool
         if let number {

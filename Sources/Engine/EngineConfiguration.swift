@@ -30,8 +30,10 @@ public struct EngineConfiguration: Sendable {
     /// How many unfinished jobs each user (not root, not the daemon's own user) may hold.
     public var quota = JobQuota()
 
-    public init(maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
-                httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) {
+    public init(
+        maxActive: Int = 3, canBind: Bool = true, stopWhenIdle: Bool = false, timeZone: TimeZone = .current,
+        httpClient: HTTPClient? = nil, tuneRequest: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }
+    ) {
         self.maxActive = maxActive
         self.canBind = canBind
         self.stopWhenIdle = stopWhenIdle

@@ -14,7 +14,8 @@ public final class EventHub: Sendable {
 
     /// A new stream of every event published from now on.
     public func subscribe(buffer: Int = 1024) -> AsyncStream<EngineEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: EngineEvent.self, bufferingPolicy: .bufferingNewest(buffer))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: EngineEvent.self, bufferingPolicy: .bufferingNewest(buffer))
         let id = state.withLock { state -> Int in
             state.next += 1
             state.subscribers[state.next] = continuation

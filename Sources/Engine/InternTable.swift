@@ -11,7 +11,9 @@ struct InternTable<Value: Hashable & Sendable>: Sendable {
     func number(of value: Value) -> Int32? { numbers[value] }
 
     subscript(number: Int32) -> Value {
-        guard let value = values[Int(number)] else { preconditionFailure("InternTable: number \(number) is not in use") }
+        guard let value = values[Int(number)] else {
+            preconditionFailure("InternTable: number \(number) is not in use")
+        }
         return value
     }
 

@@ -21,8 +21,9 @@ struct JobClass: Hashable, Sendable {
 
     /// The job as the policy sees it (no id: the decision does not depend on which job it is).
     func info(size: Int64?) -> JobInfo {
-        JobInfo(size: size, priority: priority, tags: tags, allowMetered: allowMetered, allowRoaming: allowRoaming,
-                owner: owner)
+        JobInfo(
+            size: size, priority: priority, tags: tags, allowMetered: allowMetered, allowRoaming: allowRoaming,
+            owner: owner)
     }
 }
 
@@ -120,7 +121,8 @@ struct JobIndex: Sendable {
     mutating func insert(_ row: Row) -> Int32 {
         let slot = store(row)
         let entry = entries[Int(slot)]
-        var low = 0, high = schedule.count
+        var low = 0
+        var high = schedule.count
         while low < high {
             let mid = (low + high) / 2
             if Self.before(entries[Int(schedule[mid])], entry) { low = mid + 1 } else { high = mid }
@@ -176,8 +178,9 @@ struct JobIndex: Sendable {
         classes.release(entry.jobClass)
         if entry.decision >= 0 { decisions.release(entry.decision) }
         if let position = schedule.firstIndex(of: slot) { schedule.remove(at: position) }
-        entries[Int(slot)] = JobEntry(id: "", size: -1, jobClass: -1, decision: -1, ownerUID: 0, priority: 0,
-                                      lifecycle: JobLifecycle(.cancelled), flags: [], sequence: 0)
+        entries[Int(slot)] = JobEntry(
+            id: "", size: -1, jobClass: -1, decision: -1, ownerUID: 0, priority: 0,
+            lifecycle: JobLifecycle(.cancelled), flags: [], sequence: 0)
         unusedEntries.append(slot)
     }
 

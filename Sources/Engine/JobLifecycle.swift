@@ -72,7 +72,8 @@ enum JobPhase: Sendable, Hashable {
     }
 
     static let all: [JobPhase] =
-        [.queued, .waiting, .running, .paused, .completed, .failed, .cancelled] + StopCause.allCases.map { .stopping($0) }
+        [.queued, .waiting, .running, .paused, .completed, .failed, .cancelled]
+        + StopCause.allCases.map { .stopping($0) }
 }
 
 /// How a transfer's `run()` ended.

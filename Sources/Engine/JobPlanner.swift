@@ -33,9 +33,11 @@ public struct PlannerInput: Sendable {
     /// Whether connections may be bound to a source address (real links); in simulation they are not.
     public var canBind: Bool
 
-    public init(decision: Decision, snapshot: LinkSnapshot, running: Bool, boundLink: String? = nil,
-                currentRate: Int64? = nil, pausedByPolicy: Bool = false, stableFor: Duration = .seconds(3600),
-                resumeAfter: Duration = .seconds(5), canBind: Bool = true) {
+    public init(
+        decision: Decision, snapshot: LinkSnapshot, running: Bool, boundLink: String? = nil,
+        currentRate: Int64? = nil, pausedByPolicy: Bool = false, stableFor: Duration = .seconds(3600),
+        resumeAfter: Duration = .seconds(5), canBind: Bool = true
+    ) {
         self.decision = decision
         self.snapshot = snapshot
         self.running = running

@@ -11,7 +11,8 @@ extension JobRecord {
     /// What the policy needs to know of the job.
     public var jobInfo: JobInfo {
         // A declared size is a hint until the server says the real one.
-        JobInfo(id: id, size: totalBytes ?? size, priority: priority, tags: tags, allowMetered: allowMetered,
-                allowRoaming: allowRoaming, owner: ownerUID)
+        JobInfo(
+            id: id, size: totalBytes ?? size, priority: priority, tags: tags, allowMetered: allowMetered,
+            allowRoaming: allowRoaming, owner: ownerUID)
     }
 }

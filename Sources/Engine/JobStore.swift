@@ -1,6 +1,6 @@
 import Foundation
-import MeterwiseClient
 import GRDB
+import MeterwiseClient
 import Policy
 
 /// The persistent queue: jobs, their progress and state, budget usage and per-link byte totals, in
@@ -28,8 +28,9 @@ public final class JobStore: Sendable {
             database = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
         } catch {
-            throw EngineError(.store, "cannot open the job store at \(path): check that the state directory is writable",
-                              cause: error)
+            throw EngineError(
+                .store, "cannot open the job store at \(path): check that the state directory is writable",
+                cause: error)
         }
     }
 
@@ -169,7 +170,8 @@ public final class JobStore: Sendable {
         try write("save a job") { db in
             try saved.update(db)
             if let pausedSeconds, pausedSeconds.isFinite {
-                try db.execute(sql: "UPDATE job SET paused_seconds = ? WHERE id = ?", arguments: [pausedSeconds, saved.id])
+                try db.execute(
+                    sql: "UPDATE job SET paused_seconds = ? WHERE id = ?", arguments: [pausedSeconds, saved.id])
             }
         }
     }
@@ -182,7 +184,9 @@ public final class JobStore: Sendable {
             let rows: [Row]
             if let ids {
                 rows = try Row.fetchAll(
-                    db, sql: "SELECT id, paused_seconds FROM job WHERE paused_seconds > 0 AND id IN (\(ids.map { _ in "?" }.joined(separator: ",")))",
+                    db,
+                    sql:
+                        "SELECT id, paused_seconds FROM job WHERE paused_seconds > 0 AND id IN (\(ids.map { _ in "?" }.joined(separator: ",")))",
                     arguments: StatementArguments(ids))
             } else {
                 rows = try Row.fetchAll(db, sql: "SELECT id, paused_seconds FROM job WHERE paused_seconds > 0")
@@ -210,7 +214,9 @@ public final class JobStore: Sendable {
 
     /// Every job that is not finished, in the order they were added, each turned into what the caller keeps
     /// of it as it is read (so a long queue is never held as records).
-    func unfinishedJobs<T: Sendable>(_ transform: @escaping @Sendable (JobRecord, _ sequence: Int64) -> T) throws(EngineError) -> [T] {
+    func unfinishedJobs<T: Sendable>(_ transform: @escaping @Sendable (JobRecord, _ sequence: Int64) -> T)
+        throws(EngineError) -> [T]
+    {
         try read("list jobs") { db in
             let request = JobRecord.select(AllColumns(), Column.rowID.forKey("meterwise_sequence"))
                 .filter(!Self.finalStates.contains(Column("state"))).order(Column.rowID)
@@ -283,8 +289,9 @@ public final class JobStore: Sendable {
                 try db.execute(sql: "INSERT INTO usage (budget_key, bytes) VALUES (?, ?)", arguments: [key, bytes])
             }
             for (link, kind, bytes) in rows {
-                try db.execute(sql: "INSERT OR REPLACE INTO link_bytes (link, kind, bytes) VALUES (?, ?, ?)",
-                               arguments: [link, kind, bytes])
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO link_bytes (link, kind, bytes) VALUES (?, ?, ?)",
+                    arguments: [link, kind, bytes])
             }
         }
     }

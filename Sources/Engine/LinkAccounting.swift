@@ -69,7 +69,9 @@ public final class LinkAccounting: Sendable {
     /// (`DownloadRequest.allowance`), so a budget is overshot by no more than the buffers in hand.
     public func allows(job: String) -> Bool {
         state.withLock { state in
-            guard let route = state.routes[job], let key = route.budgetKey, let limit = route.budgetLimit else { return true }
+            guard let route = state.routes[job], let key = route.budgetKey, let limit = route.budgetLimit else {
+                return true
+            }
             return state.usage.used(key) < limit
         }
     }
@@ -112,7 +114,8 @@ public final class LinkAccounting: Sendable {
         let reading = counter.wholeMachine ? counter.read("") : link.flatMap(counter.read)
         return state.withLock { state in
             let (key, own) = state.scope(counter)
-            let claimed = state.unclaimed.claim(count, link: key, counter: reading, own: own, at: now, sequence: sequence)
+            let claimed = state.unclaimed.claim(
+                count, link: key, counter: reading, own: own, at: now, sequence: sequence)
             guard claimed > 0 else { return 0 }
             let name = state.primary?.name ?? "unknown"
             state.bytesByLink[name] = Self.sum(state.bytesByLink[name] ?? 0, claimed)

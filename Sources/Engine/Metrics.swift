@@ -13,7 +13,8 @@ import Policy
 public enum Metrics {
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    public static func render<C: Clock>(engine: Engine<C>) async -> String where C.Duration == Duration, C.Instant: Sendable {
+    public static func render<C: Clock>(engine: Engine<C>) async -> String
+    where C.Duration == Duration, C.Instant: Sendable {
         let counts = await engine.stateCounts()
         let paused = await engine.pausedSeconds()
         let snapshot = await engine.snapshot
@@ -34,22 +35,29 @@ public enum Metrics {
         for (key, bytes) in engine.accounting.usage.bytes.sorted(by: { $0.key < $1.key }) {
             text.sample("meterwise_budget_used_bytes", ["budget": key], bytes)
         }
-        text.family("meterwise_job_paused_seconds", .gauge, "Time each started, unfinished job has spent paused by the policy.")
+        text.family(
+            "meterwise_job_paused_seconds", .gauge, "Time each started, unfinished job has spent paused by the policy.")
         for (job, seconds) in paused {
             text.sample("meterwise_job_paused_seconds", ["job": job], seconds)
         }
-        text.family("meterwise_primary_link_info", .gauge, "The primary uplink: its name, kind and whether the policy counts it metered.")
+        text.family(
+            "meterwise_primary_link_info", .gauge,
+            "The primary uplink: its name, kind and whether the policy counts it metered.")
         if let primary = snapshot.primary {
-            text.sample("meterwise_primary_link_info", [
-                "link": primary.name, "kind": primary.kind.rawValue, "metered": primaryMetered == true ? "true" : "false",
-            ], 1)
+            text.sample(
+                "meterwise_primary_link_info",
+                [
+                    "link": primary.name, "kind": primary.kind.rawValue,
+                    "metered": primaryMetered == true ? "true" : "false",
+                ], 1)
         }
         text.family("meterwise_decision_pass_seconds", .gauge, "How long the last pass deciding every job took.")
         text.sample("meterwise_decision_pass_seconds", [:], pass.duration.seconds)
         text.family("meterwise_decision_pass_jobs", .gauge, "Jobs the last pass decided.")
         text.sample("meterwise_decision_pass_jobs", [:], pass.jobs)
-        text.family("meterwise_pause_stop_seconds", .histogram,
-                    "From a pause's decision (or a user's pause or cancel) to its transfer ended with the checkpoint written.")
+        text.family(
+            "meterwise_pause_stop_seconds", .histogram,
+            "From a pause's decision (or a user's pause or cancel) to its transfer ended with the checkpoint written.")
         for (bound, count) in stops.cumulative {
             text.sample("meterwise_pause_stop_seconds_bucket", ["le": bound], count)
         }
@@ -67,7 +75,9 @@ public enum Metrics {
             output += "# HELP \(name) \(help)\n# TYPE \(name) \(kind.rawValue)\n"
         }
 
-        mutating func sample(_ name: String, _ labels: KeyValuePairs<String, String>, _ value: some CustomStringConvertible) {
+        mutating func sample(
+            _ name: String, _ labels: KeyValuePairs<String, String>, _ value: some CustomStringConvertible
+        ) {
             output += name
             if !labels.isEmpty {
                 output += "{" + labels.map { "\($0.key)=\"\(Self.escape($0.value))\"" }.joined(separator: ",") + "}"

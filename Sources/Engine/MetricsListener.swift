@@ -47,7 +47,7 @@ public struct MetricsListener<C: Clock>: Sendable where C.Duration == Duration, 
                 portText = text[text.index(after: colon)...]
             }
             guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0 == "/" }),
-                  let port = Int(portText), (1...65535).contains(port)
+                let port = Int(portText), (1...65535).contains(port)
             else {
                 throw EngineError(.invalidRequest, "--metrics-listen \(text): \(usage)")
             }
@@ -60,7 +60,9 @@ public struct MetricsListener<C: Clock>: Sendable where C.Duration == Duration, 
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
     /// Binds the port; serve with `serve(_:)`.
-    public func bind() async throws -> NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never> {
+    public func bind() async throws -> NIOAsyncChannel<
+        NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never
+    > {
         do {
             return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 64)
@@ -74,13 +76,16 @@ public struct MetricsListener<C: Clock>: Sendable where C.Duration == Duration, 
                     }
                 }
         } catch {
-            throw EngineError(.socket, "cannot listen for metrics on \(address): choose another --metrics-listen",
-                              cause: error)
+            throw EngineError(
+                .socket, "cannot listen for metrics on \(address): choose another --metrics-listen",
+                cause: error)
         }
     }
 
     /// Answers scrapes until cancelled.
-    public func serve(_ channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>) async throws {
+    public func serve(_ channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>)
+        async throws
+    {
         logger.info("metrics on http://\(address)/metrics")
         try await withThrowingDiscardingTaskGroup { group in
             try await channel.executeThenClose { inbound in
@@ -119,8 +124,11 @@ public struct MetricsListener<C: Clock>: Sendable where C.Duration == Duration, 
                     headers.add(name: "Content-Type", value: type)
                     headers.add(name: "Content-Length", value: "\(body.utf8.count)")
                     if !request.isKeepAlive { headers.add(name: "Connection", value: "close") }
-                    try await outbound.write(.head(HTTPResponseHead(version: request.version, status: status, headers: headers)))
-                    if request.method != .HEAD { try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body)))) }
+                    try await outbound.write(
+                        .head(HTTPResponseHead(version: request.version, status: status, headers: headers)))
+                    if request.method != .HEAD {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body))))
+                    }
                     try await outbound.write(.end(nil))
                     if !request.isKeepAlive { return }
                 }

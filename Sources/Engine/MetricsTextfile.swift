@@ -26,7 +26,7 @@ public struct MetricsTextfile<C: Clock>: Sendable where C.Duration == Duration, 
         let directory = (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
-              isDirectory.boolValue
+            isDirectory.boolValue
         else {
             return "--metrics-textfile \(path): no directory \(directory); point it at the collector's directory "
                 + "(node_exporter --collector.textfile.directory)"

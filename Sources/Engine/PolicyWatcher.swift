@@ -26,8 +26,10 @@ public struct PolicyWatcher: Sendable {
         }
         // Opened here, so that a change made as soon as `changes()` returns is seen.
         let fd = inotify_init1(Int32(IN_CLOEXEC))
-        guard fd >= 0, inotify_add_watch(fd, watched.isEmpty ? "." : watched,
-                                         UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM)) >= 0
+        guard fd >= 0,
+            inotify_add_watch(
+                fd, watched.isEmpty ? "." : watched,
+                UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM)) >= 0
         else {
             if fd >= 0 { close(fd) }
             return AsyncStream { $0.finish() }
@@ -61,7 +63,8 @@ public struct PolicyWatcher: Sendable {
         }
         while offset < batch.endIndex {
             guard batch.endIndex - offset >= 16 else { return nil }
-            let mask = u32(offset + 4), length = Int(u32(offset + 12))
+            let mask = u32(offset + 4)
+            let length = Int(u32(offset + 12))
             guard mask & UInt32(IN_Q_OVERFLOW) == 0, length <= batch.endIndex - offset - 16 else { return nil }
             let bytes = batch[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
             names.append(String(decoding: bytes, as: UTF8.self))

@@ -30,7 +30,8 @@ struct QueryString: Sendable, Equatable {
     /// without `=` is a name with an empty value.
     static func parse(_ query: Substring) throws(EngineError) -> QueryString {
         guard query.utf8.count <= maxBytes else {
-            throw EngineError(.invalidRequest, "the query is over \(maxBytes) bytes: ask with fewer or shorter parameters")
+            throw EngineError(
+                .invalidRequest, "the query is over \(maxBytes) bytes: ask with fewer or shorter parameters")
         }
         var parameters: [(name: String, value: String)] = []
         for piece in query.split(separator: "&", omittingEmptySubsequences: true) {

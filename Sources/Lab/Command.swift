@@ -5,8 +5,10 @@ public enum Command {
     /// Runs a program by absolute path or by name on PATH; throws with its stderr when it fails.
     @discardableResult
     /// `input`, when given, is written to the program's stdin (`ip -batch -`).
-    public static func run(_ arguments: [String], allowFailure: Bool = false,
-                           input: String? = nil) throws(LabError) -> String {
+    public static func run(
+        _ arguments: [String], allowFailure: Bool = false,
+        input: String? = nil
+    ) throws(LabError) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -30,7 +32,8 @@ public enum Command {
         process.waitUntilExit()
         if process.terminationStatus != 0 && !allowFailure {
             let text = String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw LabError(.commandFailed, "`\(arguments.joined(separator: " "))` failed (\(process.terminationStatus)): \(text)")
+            throw LabError(
+                .commandFailed, "`\(arguments.joined(separator: " "))` failed (\(process.terminationStatus)): \(text)")
         }
         return String(decoding: output, as: UTF8.self)
     }

@@ -27,8 +27,10 @@ public enum LabAnalysis {
     }
 
     /// One `StepFigures` per applied step.
-    public static func steps(_ applied: [ScenarioDriver.AppliedStep], samples: [Sample],
-                             previous initial: RouteState, until end: Duration) -> [StepFigures] {
+    public static func steps(
+        _ applied: [ScenarioDriver.AppliedStep], samples: [Sample],
+        previous initial: RouteState, until end: Duration
+    ) -> [StepFigures] {
         var result: [StepFigures] = []
         var before = initial
         for (position, step) in applied.enumerated() {
@@ -43,9 +45,11 @@ public enum LabAnalysis {
             for name in before.up where !state.up.contains(name) || (before.primary == name && state.primary != name) {
                 lastRx[name] = lastGrowth(name, from: from, to: to, in: samples)
             }
-            result.append(StepFigures(index: step.step.index, at: from, ipTime: step.finishedAt - step.appliedAt,
-                                      primary: state.primary, note: step.step.note,
-                                      rxBytes: rx, lastRxAfter: lastRx))
+            result.append(
+                StepFigures(
+                    index: step.step.index, at: from, ipTime: step.finishedAt - step.appliedAt,
+                    primary: state.primary, note: step.step.note,
+                    rxBytes: rx, lastRxAfter: lastRx))
             before = state
         }
         return result

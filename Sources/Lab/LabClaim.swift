@@ -32,10 +32,12 @@ public final class LabClaim: Sendable {
     }
 
     /// Records `namespaces` (not created yet) as this process's, locked until `release()` or its death.
-    public static func acquire(namespaces: [String], directory: String = defaultDirectory) throws(LabError) -> LabClaim {
+    public static func acquire(namespaces: [String], directory: String = defaultDirectory) throws(LabError) -> LabClaim
+    {
         let record = LabClaimRecord(pid: getpid(), namespaces: namespaces)
         guard record.isValid else {
-            throw LabError(.commandFailed, "cannot claim namespaces \(namespaces): names must be letters, digits, . _ -")
+            throw LabError(
+                .commandFailed, "cannot claim namespaces \(namespaces): names must be letters, digits, . _ -")
         }
         try prepare(directory)
         let base = "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -46,8 +48,8 @@ public final class LabClaim: Sendable {
         guard fd >= 0 else { throw failure("cannot create \(temporary)") }
         let text = Array(record.text.utf8)
         guard flock(fd, LOCK_EX | LOCK_NB) == 0,
-              text.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == text.count, fsync(fd) == 0,
-              rename(temporary, path) == 0
+            text.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == text.count, fsync(fd) == 0,
+            rename(temporary, path) == 0
         else {
             let error = failure("cannot write the lab's claim \(path)")
             unlink(temporary)
@@ -80,8 +82,10 @@ public final class LabClaim: Sendable {
         /// The line the lab prints for it.
         public var message: String {
             "removed namespace \(namespace) left by a lab that died (pid \(pid))"
-                + (killed.isEmpty ? "" : "; killed \(killed.count) process(es) still in it: "
-                    + killed.map(String.init).joined(separator: " "))
+                + (killed.isEmpty
+                    ? ""
+                    : "; killed \(killed.count) process(es) still in it: "
+                        + killed.map(String.init).joined(separator: " "))
         }
     }
 
@@ -131,7 +135,9 @@ public final class LabClaim: Sendable {
     static func killProcesses(in namespace: String) -> [Int32] {
         func pids() -> [Int32] {
             let text = (try? Command.run(["ip", "netns", "pids", namespace], allowFailure: true)) ?? ""
-            return text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }.filter { $0 > 1 && $0 != getpid() }
+            return text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }.filter {
+                $0 > 1 && $0 != getpid()
+            }
         }
         let found = pids()
         for pid in found { kill(pid, SIGKILL) }
@@ -148,10 +154,12 @@ public final class LabClaim: Sendable {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw failure("cannot create \(directory)") }
         var stats = stat()
         guard lstat(directory, &stats) == 0, stats.st_mode & 0o170000 == 0o040000, stats.st_uid == geteuid(),
-              stats.st_mode & 0o022 == 0
+            stats.st_mode & 0o022 == 0
         else {
-            throw LabError(.commandFailed, "\(directory) must be a directory of this user that others cannot write; "
-                           + "remove it and run the lab again")
+            throw LabError(
+                .commandFailed,
+                "\(directory) must be a directory of this user that others cannot write; "
+                    + "remove it and run the lab again")
         }
     }
 

@@ -43,10 +43,11 @@ public struct LabClaimRecord: Sendable, Hashable {
     /// 1 to 200 of letters, digits, `.`, `_`, `-`, not starting with `-` or `.`.
     public static func isNamespaceName(_ name: String) -> Bool {
         guard (1...200).contains(name.utf8.count), let first = name.utf8.first, first != UInt8(ascii: "-"),
-              first != UInt8(ascii: ".")
+            first != UInt8(ascii: ".")
         else { return false }
         return name.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
         }

@@ -24,10 +24,12 @@ public struct LabReport: Sendable {
     /// after a pause).
     public var samples: [LabAnalysis.Sample]
 
-    public init(scenario: String, sha256: String, size: Int64, engineExit: Int32, engineSummary: String?,
-                engineEvents: [(at: Duration, json: String)], interfaces: [String: InterfaceCounters.Bytes],
-                steps: [LabAnalysis.StepFigures], meteredPrimaryBytes: [String: Int64], duration: Duration,
-                engineStderr: String, samples: [LabAnalysis.Sample] = []) {
+    public init(
+        scenario: String, sha256: String, size: Int64, engineExit: Int32, engineSummary: String?,
+        engineEvents: [(at: Duration, json: String)], interfaces: [String: InterfaceCounters.Bytes],
+        steps: [LabAnalysis.StepFigures], meteredPrimaryBytes: [String: Int64], duration: Duration,
+        engineStderr: String, samples: [LabAnalysis.Sample] = []
+    ) {
         self.scenario = scenario
         self.sha256 = sha256
         self.size = size
@@ -81,16 +83,19 @@ public struct LabReport: Sendable {
             "metered_primary_rx_bytes": meteredPrimaryBytes,
             "duration_seconds": (duration.inSeconds * 1000).rounded() / 1000,
             "steps": steps.map { step -> [String: Any] in
-                var entry: [String: Any] = ["index": step.index, "at_ms": ms(step.at), "ip_ms": ms(step.ipTime),
-                                            "primary": step.primary.map { $0 as Any } ?? NSNull(),
-                                            "rx_bytes": step.rxBytes,
-                                            "last_rx_after_ms": step.lastRxAfter.mapValues(ms)]
+                var entry: [String: Any] = [
+                    "index": step.index, "at_ms": ms(step.at), "ip_ms": ms(step.ipTime),
+                    "primary": step.primary.map { $0 as Any } ?? NSNull(),
+                    "rx_bytes": step.rxBytes,
+                    "last_rx_after_ms": step.lastRxAfter.mapValues(ms),
+                ]
                 if let note = step.note { entry["note"] = note }
                 return entry
             },
             "engine_events": engineEvents.compactMap { event -> [String: Any]? in
                 guard let data = event.json.data(using: .utf8),
-                      let value = try? JSONSerialization.jsonObject(with: data) else { return nil }
+                    let value = try? JSONSerialization.jsonObject(with: data)
+                else { return nil }
                 return ["at_ms": ms(event.at), "event": value]
             },
         ]

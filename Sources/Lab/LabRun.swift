@@ -33,9 +33,11 @@ public struct LabRun: Sendable {
     /// Progress lines for people (the command prints them on stderr).
     public var log: @Sendable (String) -> Void = { _ in }
 
-    public init(scenario: Scenario, uplinks: [LabUplink],
-                serverCommand: @escaping @Sendable (_ host: String, _ port: Int) -> [String],
-                engineCommand: @escaping @Sendable (_ served: Served) -> [String]) {
+    public init(
+        scenario: Scenario, uplinks: [LabUplink],
+        serverCommand: @escaping @Sendable (_ host: String, _ port: Int) -> [String],
+        engineCommand: @escaping @Sendable (_ served: Served) -> [String]
+    ) {
         self.scenario = scenario
         self.uplinks = uplinks
         self.serverCommand = serverCommand
@@ -55,17 +57,19 @@ public struct LabRun: Sendable {
         defer { claim.release() }
         let topology = try LabTopology.create(uplinks: uplinks, names: names)
         defer { topology.teardown() }
-        log("lab: namespaces \(topology.device.name) (device) and \(topology.internet.name) (internet); "
-            + uplinks.map { uplink in
-                "\(uplink.name) \(uplink.deviceAddress) "
-                    + (uplink.rateBitsPerSecond.map { "\($0 / 1000) kbit/s" } ?? "unshaped")
-            }
-            .joined(separator: ", "))
+        log(
+            "lab: namespaces \(topology.device.name) (device) and \(topology.internet.name) (internet); "
+                + uplinks.map { uplink in
+                    "\(uplink.name) \(uplink.deviceAddress) "
+                        + (uplink.rateBitsPerSecond.map { "\($0 / 1000) kbit/s" } ?? "unshaped")
+                }
+                .joined(separator: ", "))
         let driver = ScenarioDriver(scenario: scenario, uplinks: uplinks, speed: speed)
         let plan = driver.plan()
         if let first = plan.first { try driver.apply(first, in: topology.device) }
 
-        let serverArgv = ["ip", "netns", "exec", topology.internet.name]
+        let serverArgv =
+            ["ip", "netns", "exec", topology.internet.name]
             + serverCommand(LabTopology.serverAddress, Self.serverPort)
         return try await ChildProcess.run(serverArgv) { server in
             let served = try await Self.firstJSONLine(of: server, as: Served.self, within: .seconds(30))
@@ -93,12 +97,15 @@ public struct LabRun: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {
-                        _ = try await driver.replay(Array(plan.dropFirst()), in: topology.device, clock: clock,
-                                                    start: start) { step in
+                        _ = try await driver.replay(
+                            Array(plan.dropFirst()), in: topology.device, clock: clock,
+                            start: start
+                        ) { step in
                             record.applied.withLock { $0.append(step) }
-                            log("lab: \(Self.format(step.appliedAt)) primary \(step.step.state.primary ?? "none"), up "
-                                + step.step.state.up.sorted().joined(separator: ",")
-                                + (step.step.note.map { " — \($0)" } ?? ""))
+                            log(
+                                "lab: \(Self.format(step.appliedAt)) primary \(step.step.state.primary ?? "none"), up "
+                                    + step.step.state.up.sorted().joined(separator: ",")
+                                    + (step.step.note.map { " — \($0)" } ?? ""))
                         }
                     } catch is CancellationError {
                     } catch {
@@ -109,11 +116,15 @@ public struct LabRun: Sendable {
                 group.addTask {
                     while !Task.isCancelled {
                         if let counters = InterfaceCounters.read(pid: engine.pid),
-                           names.allSatisfy({ counters.interfaces[$0] != nil }) {
+                            names.allSatisfy({ counters.interfaces[$0] != nil })
+                        {
                             let at = start.duration(to: clock.now)
                             record.samples.withLock {
-                                $0.append(.init(at: at, rx: counters.interfaces.filter { names.contains($0.key) }
-                                    .mapValues(\.rx)))
+                                $0.append(
+                                    .init(
+                                        at: at,
+                                        rx: counters.interfaces.filter { names.contains($0.key) }
+                                            .mapValues(\.rx)))
                             }
                         }
                         try? await Task.sleep(for: sampleInterval)
@@ -138,8 +149,9 @@ public struct LabRun: Sendable {
         let summary = lines.last { $0.text.hasPrefix("{") }?.text
         let events = lines.filter { $0.text.hasPrefix("{") && !$0.text.contains("\"progress\"") }
             .map { (at: start.duration(to: $0.at), json: $0.text) }
-        let figures = LabAnalysis.steps(record.applied.withLock { $0 }, samples: record.samples.withLock { $0 },
-                                        previous: .initial(uplinks), until: end)
+        let figures = LabAnalysis.steps(
+            record.applied.withLock { $0 }, samples: record.samples.withLock { $0 },
+            previous: .initial(uplinks), until: end)
         return LabReport(
             scenario: scenario.name, sha256: served.sha256, size: served.size, engineExit: status,
             engineSummary: summary, engineEvents: events,
@@ -158,8 +170,10 @@ public struct LabRun: Sendable {
 
     /// The first stdout line of `child` that decodes as `T`; fails with the child's stderr when it
     /// exits first or says nothing in time.
-    static func firstJSONLine<T: Decodable & Sendable>(of child: ChildProcess, as type: T.Type,
-                                                      within timeout: Duration) async throws -> T {
+    static func firstJSONLine<T: Decodable & Sendable>(
+        of child: ChildProcess, as type: T.Type,
+        within timeout: Duration
+    ) async throws -> T {
         let found: T? = try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 for await line in child.lines {
@@ -178,8 +192,10 @@ public struct LabRun: Sendable {
         try Task.checkCancellation()
         guard let found else {
             let detail = child.stderrText.trimmingCharacters(in: .whitespacesAndNewlines)
-            throw LabError(.childFailed, "`\(child.argv.joined(separator: " "))` did not print its JSON line"
-                + (detail.isEmpty ? "" : ": \(detail)"))
+            throw LabError(
+                .childFailed,
+                "`\(child.argv.joined(separator: " "))` did not print its JSON line"
+                    + (detail.isEmpty ? "" : ": \(detail)"))
         }
         return found
     }

@@ -23,19 +23,24 @@ public struct LabTopology: Sendable {
 
     /// The uplinks for a scenario's links, in file order: slow kinds (wwan, ppp, bluetooth, tethering)
     /// get `slowRate`, the others `fastRate` (nil: unshaped).
-    public static func uplinks(for scenario: Scenario, fastRate: Int64? = defaultFastRate,
-                               slowRate: Int64? = defaultSlowRate) throws(LabError) -> [LabUplink] {
+    public static func uplinks(
+        for scenario: Scenario, fastRate: Int64? = defaultFastRate,
+        slowRate: Int64? = defaultSlowRate
+    ) throws(LabError) -> [LabUplink] {
         guard !scenario.links.isEmpty, scenario.links.count <= 8 else {
-            throw LabError(.scenarioUnsupported,
-                           "scenario \(scenario.name) has \(scenario.links.count) links; the lab builds 1 to 8")
+            throw LabError(
+                .scenarioUnsupported,
+                "scenario \(scenario.name) has \(scenario.links.count) links; the lab builds 1 to 8")
         }
         var result: [LabUplink] = []
         for (position, spec) in scenario.links.enumerated() {
-            let valid = !spec.name.isEmpty && spec.name.utf8.count <= 14 && spec.name != "lo"
+            let valid =
+                !spec.name.isEmpty && spec.name.utf8.count <= 14 && spec.name != "lo"
                 && spec.name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }
             guard valid else {
-                throw LabError(.scenarioUnsupported,
-                               "link name \(spec.name) cannot be an interface name; use at most 14 letters and digits")
+                throw LabError(
+                    .scenarioUnsupported,
+                    "link name \(spec.name) cannot be an interface name; use at most 14 letters and digits")
             }
             var uplink = LabUplink(name: spec.name, kind: spec.kind, number: position + 1, rateBitsPerSecond: nil)
             uplink.rateBitsPerSecond = uplink.isSlowKind ? slowRate : fastRate
@@ -81,14 +86,16 @@ public struct LabTopology: Sendable {
     func configure() throws(LabError) {
         try internet.ip("addr", "add", "\(Self.serverAddress)/32", "dev", "lo")
         for uplink in uplinks {
-            try device.ip("link", "add", uplink.name, "type", "veth", "peer", "name", uplink.peerName,
-                          "netns", internet.name)
+            try device.ip(
+                "link", "add", uplink.name, "type", "veth", "peer", "name", uplink.peerName,
+                "netns", internet.name)
             try device.ip("addr", "add", "\(uplink.deviceAddress)/24", "dev", uplink.name)
             try internet.ip("addr", "add", "\(uplink.gateway)/24", "dev", uplink.peerName)
             try internet.ip("link", "set", uplink.peerName, "up")
             try device.ip("link", "set", uplink.name, "up")
-            try device.ip("rule", "add", "from", uplink.deviceAddress, "lookup", "\(uplink.table)",
-                          "priority", "\(uplink.rulePriority)")
+            try device.ip(
+                "rule", "add", "from", uplink.deviceAddress, "lookup", "\(uplink.table)",
+                "priority", "\(uplink.rulePriority)")
             try device.ip(RoutePlan.policyRoute(uplink))
             if let rate = uplink.rateBitsPerSecond {
                 try internet.exec(["tc"] + TrafficShaper.tbf(interface: uplink.peerName, rateBitsPerSecond: rate))

@@ -10,10 +10,14 @@
 public enum RoutePlan {
     /// `ip` arguments (without `ip -n NS`) that take the device namespace from `old` to `new`.
     public static func commands(from old: RouteState, to new: RouteState, uplinks: [LabUplink]) -> [[String]] {
-        var downs: [[String]] = [], demotions: [[String]] = [], ups: [[String]] = [], promotions: [[String]] = []
+        var downs: [[String]] = []
+        var demotions: [[String]] = []
+        var ups: [[String]] = []
+        var promotions: [[String]] = []
         for uplink in uplinks {
             let name = uplink.name
-            let wasUp = old.up.contains(name), isUp = new.up.contains(name)
+            let wasUp = old.up.contains(name)
+            let isUp = new.up.contains(name)
             let oldMetric = wasUp ? old.metrics[name] : nil
             let newMetric = isUp ? new.metrics[name] : nil
             switch (wasUp, isUp) {

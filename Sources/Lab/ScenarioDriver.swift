@@ -58,9 +58,11 @@ public struct ScenarioDriver: Sendable {
         var result: [PlannedStep] = []
         for (index, entry) in scenario.timeline().enumerated() {
             let next = RouteState(snapshot: entry.snapshot)
-            result.append(PlannedStep(index: index, at: entry.at / speed, state: next,
-                                      commands: RoutePlan.commands(from: state, to: next, uplinks: uplinks),
-                                      note: entry.note))
+            result.append(
+                PlannedStep(
+                    index: index, at: entry.at / speed, state: next,
+                    commands: RoutePlan.commands(from: state, to: next, uplinks: uplinks),
+                    note: entry.note))
             state = next
         }
         return result

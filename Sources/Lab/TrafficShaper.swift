@@ -10,8 +10,10 @@ public enum TrafficShaper {
 
     /// `tc` arguments (without `tc` itself) that set `rate` on `interface`'s egress.
     public static func tbf(interface: String, rateBitsPerSecond rate: Int64) -> [String] {
-        ["qdisc", "replace", "dev", interface, "root", "tbf", "rate", "\(rate)bit",
-         "burst", "\(burstBytes(rateBitsPerSecond: rate))b", "latency", "100ms"]
+        [
+            "qdisc", "replace", "dev", interface, "root", "tbf", "rate", "\(rate)bit",
+            "burst", "\(burstBytes(rateBitsPerSecond: rate))b", "latency", "100ms",
+        ]
     }
 
     /// Parses a rate such as `3mbit`, `48Mbit`, `500kbit` or `2000000` (bit/s); nil when it is none.

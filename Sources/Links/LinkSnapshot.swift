@@ -20,14 +20,17 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
         self.init(
             links: try c.decode([Link].self, forKey: .links),
             defaultRoutes: try c.decode([DefaultRoute].self, forKey: .defaultRoutes),
-            sequence: try c.decode(UInt64.self, forKey: .sequence), timestamp: try c.decode(Double.self, forKey: .timestamp))
+            sequence: try c.decode(UInt64.self, forKey: .sequence),
+            timestamp: try c.decode(Double.self, forKey: .timestamp))
         hintSources = try c.decodeIfPresent([String].self, forKey: .hintSources) ?? []
     }
 
     public init(links: [Link], defaultRoutes: [DefaultRoute], sequence: UInt64 = 0, timestamp: Double = 0) {
         self.links = links.sorted { $0.index < $1.index }
         self.defaultRoutes = defaultRoutes.sorted {
-            ($0.family == .ipv4 ? 0 : 1, $0.metric, $0.linkIndex) < ($1.family == .ipv4 ? 0 : 1, $1.metric, $1.linkIndex)
+            ($0.family == .ipv4 ? 0 : 1, $0.metric, $0.linkIndex) < (
+                $1.family == .ipv4 ? 0 : 1, $1.metric, $1.linkIndex
+            )
         }
         self.sequence = sequence
         self.timestamp = timestamp
@@ -44,7 +47,8 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
     /// still lists never makes its link primary.
     public var primary: Link? {
         for family in [AddressFamily.ipv4, .ipv6] {
-            let candidates = defaultRoutes
+            let candidates =
+                defaultRoutes
                 .filter { $0.family == family }
                 .compactMap { route -> (DefaultRoute, Link)? in
                     guard let link = link(index: route.linkIndex), link.isUsable else { return nil }

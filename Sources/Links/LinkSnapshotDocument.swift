@@ -93,8 +93,10 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
 
     /// The document of `snapshot`; `verdict` is the built-in metered verdict of a link and its source
     /// (Policy's `NetworkClass.builtInVerdict`), which this module cannot make.
-    public init(_ snapshot: LinkSnapshot, at: String? = nil,
-                verdict: (Link) -> (metered: Bool, source: String)? = { _ in nil }) {
+    public init(
+        _ snapshot: LinkSnapshot, at: String? = nil,
+        verdict: (Link) -> (metered: Bool, source: String)? = { _ in nil }
+    ) {
         let primary = snapshot.primary?.name
         self.at = at
         self.sequence = snapshot.sequence

@@ -9,8 +9,10 @@ public struct Scenario: Sendable, Hashable {
         public var addresses: [String]
         public var driver: String?
 
-        public init(name: String, kind: LinkKind, ssid: String? = nil, meteredHint: Bool? = nil,
-                    addresses: [String] = [], driver: String? = nil) {
+        public init(
+            name: String, kind: LinkKind, ssid: String? = nil, meteredHint: Bool? = nil,
+            addresses: [String] = [], driver: String? = nil
+        ) {
             self.name = name
             self.kind = kind
             self.ssid = ssid
@@ -35,8 +37,10 @@ public struct Scenario: Sendable, Hashable {
         /// Line of the step in its file.
         public var line: Int
 
-        public init(at: Duration, up: [String] = [], down: [String] = [], primary: String? = nil,
-                    clearsPrimary: Bool = false, note: String? = nil, line: Int = 0) {
+        public init(
+            at: Duration, up: [String] = [], down: [String] = [], primary: String? = nil,
+            clearsPrimary: Bool = false, note: String? = nil, line: Int = 0
+        ) {
             self.at = at
             self.up = up
             self.down = down
@@ -76,8 +80,9 @@ public struct Scenario: Sendable, Hashable {
             if step.clearsPrimary { primary = nil }
             if let next = step.primary { primary = next }
             if let current = primary, !upLinks.contains(current) { primary = nil }
-            let snapshot = makeSnapshot(up: upLinks, primary: primary, sequence: UInt64(number + 1),
-                                        at: step.at)
+            let snapshot = makeSnapshot(
+                up: upLinks, primary: primary, sequence: UInt64(number + 1),
+                at: step.at)
             result.append((step.at, snapshot, step.note))
         }
         return result
@@ -91,11 +96,13 @@ public struct Scenario: Sendable, Hashable {
             let isUp = up.contains(spec.name)
             let v4 = spec.addresses.filter { !$0.contains(":") }
             let v6 = spec.addresses.filter { $0.contains(":") }
-            links.append(Link(
-                index: index, name: spec.name, kind: spec.kind, kindSource: "scenario",
-                operstate: isUp ? "up" : "down", up: isUp, running: isUp, lowerUp: isUp, mtu: 1500,
-                mac: Self.mac(index), ipv4: isUp ? v4 : [], ipv6: isUp ? v6 : [], driver: spec.driver,
-                ssid: spec.ssid, meteredHint: spec.meteredHint, meteredHintSource: "scenario", meteredHintExplicit: true))
+            links.append(
+                Link(
+                    index: index, name: spec.name, kind: spec.kind, kindSource: "scenario",
+                    operstate: isUp ? "up" : "down", up: isUp, running: isUp, lowerUp: isUp, mtu: 1500,
+                    mac: Self.mac(index), ipv4: isUp ? v4 : [], ipv6: isUp ? v6 : [], driver: spec.driver,
+                    ssid: spec.ssid, meteredHint: spec.meteredHint, meteredHintSource: "scenario",
+                    meteredHintExplicit: true))
             if isUp {
                 let metric = spec.name == primary ? 100 : 1000 + position
                 routes.append(DefaultRoute(family: .ipv4, linkIndex: index, link: spec.name, metric: metric))

@@ -17,8 +17,9 @@ public enum ScenarioParser {
         if let scenario, reader.issues.isEmpty { return scenario }
         let issues = reader.issues
         let first = issues.first
-        throw LinksError(.scenarioInvalid, issues.map(\.description).joined(separator: "\n"),
-                         file: nil, line: first?.line, column: first?.column)
+        throw LinksError(
+            .scenarioInvalid, issues.map(\.description).joined(separator: "\n"),
+            file: nil, line: first?.line, column: first?.column)
     }
 
     /// Loads a scenario file from disk.
@@ -79,7 +80,8 @@ public enum ScenarioParser {
                         spec.kind = kind
                         sawKind = true
                     } else {
-                        reader.record(field, "unknown link kind `\(text)`",
+                        reader.record(
+                            field, "unknown link kind `\(text)`",
                             hint: "one of " + LinkKind.allCases.map(\.rawValue).joined(separator: ", "))
                     }
                 case "ssid": spec.ssid = reader.string(field, what: "ssid")
@@ -123,7 +125,8 @@ public enum ScenarioParser {
                 case "up", "down":
                     let names = reader.strings(value, what: key)
                     for linkName in names where !known.contains(linkName) {
-                        reader.record(value, "step names link `\(linkName)`, which `links:` does not declare",
+                        reader.record(
+                            value, "step names link `\(linkName)`, which `links:` does not declare",
                             hint: "declared links: " + links.map(\.name).joined(separator: ", "))
                     }
                     if key == "up" { step.up = names } else { step.down = names }
@@ -133,7 +136,9 @@ public enum ScenarioParser {
                     if text == nil || text == "none" || text == "null" || text == "" {
                         step.clearsPrimary = true
                     } else if let text {
-                        if known.contains(text) { step.primary = text } else {
+                        if known.contains(text) {
+                            step.primary = text
+                        } else {
                             reader.record(value, "primary `\(text)` is not a declared link")
                         }
                     }
@@ -147,7 +152,8 @@ public enum ScenarioParser {
             upLinks.formUnion(step.up)
             upLinks.subtract(step.down)
             if let primary = step.primary, !upLinks.contains(primary) {
-                reader.record(primaryNode, "primary `\(primary)` is down at this step",
+                reader.record(
+                    primaryNode, "primary `\(primary)` is down at this step",
                     hint: "list it under `up:` in this or an earlier step")
             }
             previousAt = max(previousAt, step.at)

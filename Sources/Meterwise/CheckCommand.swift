@@ -26,14 +26,19 @@ struct CheckCommand: AsyncParsableCommand {
     @Flag(help: "Do not ask the daemon: read the links and the policy here.")
     var local = false
 
-    @Flag(help: ArgumentHelp(
-        "Keep answering: one line on stdout each time the answer changes (JSON with --json), until interrupted.",
-        discussion: "From the daemon's event stream (GET /v1/events?tags=...): for a long-running program that pauses "
-            + "itself; exits 2 when the daemon goes away (its stream ends, or brings no keep-alive for three intervals). "
-            + "With --local, from the links read here, until they end (a scenario's end: exit 0)."))
+    @Flag(
+        help: ArgumentHelp(
+            "Keep answering: one line on stdout each time the answer changes (JSON with --json), until interrupted.",
+            discussion:
+                "From the daemon's event stream (GET /v1/events?tags=...): for a long-running program that pauses "
+                + "itself; exits 2 when the daemon goes away (its stream ends, or brings no keep-alive for three intervals). "
+                + "With --local, from the links read here, until they end (a scenario's end: exit 0)."))
     var watch = false
 
-    @Option(help: "The daemon's control socket to ask (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
+    @Option(
+        help:
+            "The daemon's control socket to ask (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's)."
+    )
     var socket: String?
 
     @Option(help: ArgumentHelp(PolicyOption.help + " Used when no daemon answers."))
@@ -71,9 +76,11 @@ struct CheckCommand: AsyncParsableCommand {
             if socket != nil { throw failure("\(error)") }
             return nil
         }
-        guard (200..<300).contains(status), let body = try? ControlAPI.decoder().decode(ControlAPI.DecisionBody.self, from: data)
+        guard (200..<300).contains(status),
+            let body = try? ControlAPI.decoder().decode(ControlAPI.DecisionBody.self, from: data)
         else {
-            let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
+            let message =
+                (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
                 ?? String(decoding: data.prefix(500), as: UTF8.self)
             throw failure("the daemon refused the question: \(message)")
         }
@@ -100,8 +107,10 @@ struct CheckCommand: AsyncParsableCommand {
         let clock = links.clock()
         let loop = DecisionLoop(clock: clock)
         do {
-            try await loop.run(job: job, inputs: DecisionInputs(policy: policySet), triggers: links.monitor(clock: clock).snapshots(),
-                               as: { .links($0) }) { decision in
+            try await loop.run(
+                job: job, inputs: DecisionInputs(policy: policySet), triggers: links.monitor(clock: clock).snapshots(),
+                as: { .links($0) }
+            ) { decision in
                 show(ControlAPI.DecisionBody(decision, source: "local"), at: loop.now)
             }
         } catch {

@@ -7,7 +7,10 @@ import Transfer
 
 /// Options every client command shares.
 struct ClientOptions: ParsableArguments {
-    @Option(help: "The daemon's control socket (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
+    @Option(
+        help:
+            "The daemon's control socket (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's)."
+    )
     var socket: String?
 
     @Flag(help: "Print JSON.")
@@ -23,7 +26,8 @@ struct AddCommand: AsyncParsableCommand {
     @Argument(help: "The URL to download (http or https).")
     var url: String
 
-    @Option(name: [.short, .customLong("output")], help: "Where to save it (default: the last part of the URL path, here).")
+    @Option(
+        name: [.short, .customLong("output")], help: "Where to save it (default: the last part of the URL path, here).")
     var output: String?
 
     @Option(help: "The expected sha256 (hex); the download fails if it differs.")
@@ -38,7 +42,9 @@ struct AddCommand: AsyncParsableCommand {
     @Option(help: "Parallel ranged requests, 1-16 (default: 1 below 8 MiB, otherwise up to 4).")
     var segments: Int?
 
-    @Option(help: ArgumentHelp("A separate HEAD URL (presigned URLs are signed per method); never required.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "A separate HEAD URL (presigned URLs are signed per method); never required.", valueName: "url"))
     var headURL: String?
 
     @Option(help: "Higher runs first; 0 is normal.")
@@ -53,19 +59,26 @@ struct AddCommand: AsyncParsableCommand {
     @Option(help: "The largest object to accept (e.g. 2GiB); a bigger one fails the job instead of filling the disk.")
     var maxSize: String?
 
-    @Option(name: .customLong("cacert"), help: ArgumentHelp(
-        "Trust only the CA certificates in this PEM file for the job's https server (the daemon reads it as you).",
-        valueName: "file"))
+    @Option(
+        name: .customLong("cacert"),
+        help: ArgumentHelp(
+            "Trust only the CA certificates in this PEM file for the job's https server (the daemon reads it as you).",
+            valueName: "file"))
     var caFile: String?
 
-    @Option(name: .customLong("cert"), help: ArgumentHelp("A client certificate (PEM) for the job (mTLS).", valueName: "file"))
+    @Option(
+        name: .customLong("cert"),
+        help: ArgumentHelp("A client certificate (PEM) for the job (mTLS).", valueName: "file"))
     var certFile: String?
 
-    @Option(name: .customLong("key"), help: ArgumentHelp("The client certificate's private key (PEM).", valueName: "file"))
+    @Option(
+        name: .customLong("key"), help: ArgumentHelp("The client certificate's private key (PEM).", valueName: "file"))
     var keyFile: String?
 
-    @Option(help: ArgumentHelp(
-        "The job's proxy (http://HOST:PORT); \"\" connects directly. Default: the daemon's environment.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The job's proxy (http://HOST:PORT); \"\" connects directly. Default: the daemon's environment.",
+            valueName: "url"))
     var proxy: String?
 
     @OptionGroup var client: ClientOptions
@@ -73,8 +86,12 @@ struct AddCommand: AsyncParsableCommand {
     func validate() throws {
         if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both.") }
         if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
-        if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("bad --max-size \(maxSize): \(Units.bytesHint)") }
-        if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
+        if let maxSize, Units.parseBytes(maxSize) == nil {
+            throw ValidationError("bad --max-size \(maxSize): \(Units.bytesHint)")
+        }
+        if let sha256, ExpectedSHA256.parse(sha256) == nil {
+            throw ValidationError("--sha256: \(ExpectedSHA256.hint).")
+        }
         if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
         if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
@@ -85,20 +102,24 @@ struct AddCommand: AsyncParsableCommand {
         let output = self.output ?? OutputName.from(url: url) ?? ""
         // Absolute, but not normalised here: the daemon resolves `..` and symlinks as the kernel does, with
         // this user's rights.
-        let absolute = { (path: String) in path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path }
+        let absolute = { (path: String) in
+            path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        }
         let destination = absolute(output)
-        let spec = JobSpec(url: url, destination: destination, headURL: headURL, sha256: sha256.flatMap(ExpectedSHA256.parse),
-                           size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
-                           allowRoaming: allowRoaming ? true : nil, segments: segments,
-                           maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
-                           certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
+        let spec = JobSpec(
+            url: url, destination: destination, headURL: headURL, sha256: sha256.flatMap(ExpectedSHA256.parse),
+            size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
+            allowRoaming: allowRoaming ? true : nil, segments: segments,
+            maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
+            certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {
             Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
         } else {
             let shown: (String) -> String = ShownText.escaped
-            Output.line("added \(shown(status.job.id)): \(status.job.state.rawValue) -> \(shown(status.job.destination))")
+            Output.line(
+                "added \(shown(status.job.id)): \(status.job.state.rawValue) -> \(shown(status.job.destination))")
             if let reason = status.job.reason, status.job.state != .running { Output.line("  \(shown(reason))") }
         }
     }
@@ -111,7 +132,8 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var client: ClientOptions
 
     func run() async throws {
-        let (jobs, raw) = try await ControlClient(socketPath: client.socketPath).call(.GET, "/v1/jobs", as: [JobStatus].self)
+        let (jobs, raw) = try await ControlClient(socketPath: client.socketPath).call(
+            .GET, "/v1/jobs", as: [JobStatus].self)
         if client.json {
             Output.line(ShownText.json(String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .newlines)))
             return
@@ -123,8 +145,11 @@ struct ListCommand: AsyncParsableCommand {
         var rows = [["ID", "STATE", "DONE", "RULE", "FILE"]]
         for status in jobs {
             let rule = status.job.rule ?? status.heldBy.map { "- (\($0))" } ?? "-"
-            rows.append([status.job.id, status.job.state.rawValue, JobText.progress(status.job), rule,
-                         status.job.destination].map { ShownText.escaped($0) })
+            rows.append(
+                [
+                    status.job.id, status.job.state.rawValue, JobText.progress(status.job), rule,
+                    status.job.destination,
+                ].map { ShownText.escaped($0) })
         }
         Output.line(SnapshotFormat.render(rows))
     }
@@ -198,7 +223,8 @@ struct ResumeCommand: AsyncParsableCommand {
 }
 
 struct CancelCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a job and delete its partial file.")
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Cancel a job and delete its partial file.")
     @Argument(help: "The job's id.") var id: String
     @OptionGroup var client: ClientOptions
     func run() async throws { try await JobText.send(.cancel, id: id, client: client) }
@@ -208,7 +234,8 @@ struct CancelCommand: AsyncParsableCommand {
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch", abstract: "Follow the daemon: link changes, decisions, progress.",
-        discussion: "Runs until interrupted; exits 1 when the daemon goes away (its stream ends, or brings no keep-alive "
+        discussion:
+            "Runs until interrupted; exits 1 when the daemon goes away (its stream ends, or brings no keep-alive "
             + "for three intervals: docs/api.md).")
 
     @OptionGroup var client: ClientOptions
@@ -229,7 +256,8 @@ struct WatchCommand: AsyncParsableCommand {
                 let total = event.totalBytes ?? 0
                 let fraction = total > 0 ? Double(event.bytesDone ?? 0) / Double(total) : 0
                 let filled = Int(fraction * 30)
-                let text = ShownText.escaped(event.job ?? "")
+                let text =
+                    ShownText.escaped(event.job ?? "")
                     + " [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 30 - filled))] "
                     + "\(Int(fraction * 100))% \(Units.formatBytes(event.bytesDone ?? 0)) "
                     + "\(Units.formatBytes(Int64(event.bytesPerSecond ?? 0)))/s"
@@ -260,7 +288,8 @@ enum JobText {
     static func summary(_ status: JobStatus) -> String {
         // Every value here may be another user's or a server's words: escaped (`ShownText`), line by line.
         let shown: (String) -> String = ShownText.escaped
-        var text = "\(shown(status.job.id))  \(status.job.state.rawValue)  \(progress(status.job))  "
+        var text =
+            "\(shown(status.job.id))  \(status.job.state.rawValue)  \(progress(status.job))  "
             + shown(status.job.destination)
         if let link = status.link { text += "  via \(shown(link))" }
         if status.job.state == .waiting || status.job.state == .queued, let reason = status.job.reason {

@@ -1,6 +1,7 @@
 import CFileCalls
 import Foundation
 import Transfer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +34,8 @@ final class CommandTraffic {
         let dump = mw_sock_diag_open(0)
         let destroy = mw_sock_diag_open(1)
         if dump < 0 || destroy < 0 {
-            problem = "cannot ask the kernel about the command's sockets (sock_diag: "
+            problem =
+                "cannot ask the kernel about the command's sockets (sock_diag: "
                 + String(cString: strerror(-min(dump, destroy))) + "): its bytes are not counted against budgets"
             if dump >= 0 { close(dump) }
             if destroy >= 0 { close(destroy) }
@@ -101,7 +103,9 @@ final class CommandTraffic {
         var dropped: Int32 = 0
         let found = mw_sock_diag_destroyed(destroySocket, cookies, cookies.count, &out, out.count, &dropped)
         guard found > 0 else { return 0 }
-        return out[0..<Int(found)].reduce(UInt64(0)) { Self.adding($0, tally.destroyed(cookie: $1.cookie, bytesReceived: $1.bytes_received)) }
+        return out[0..<Int(found)].reduce(UInt64(0)) {
+            Self.adding($0, tally.destroyed(cookie: $1.cookie, bytesReceived: $1.bytes_received))
+        }
     }
 
     /// Asks the kernel about the TCP sockets with these inodes and every followed one.
@@ -112,7 +116,8 @@ final class CommandTraffic {
         var total: UInt64 = 0
         for family in [AF_INET, AF_INET6] {
             var out = [mw_tcp_socket](repeating: mw_tcp_socket(), count: capacity)
-            let found = mw_sock_diag_dump(dumpSocket, family, inodes, inodes.count, cookies, cookies.count, &out, capacity)
+            let found = mw_sock_diag_dump(
+                dumpSocket, family, inodes, inodes.count, cookies, cookies.count, &out, capacity)
             guard found > 0 else { continue }
             for socket in out[0..<Int(found)] {
                 total = Self.adding(total, tally.seen(cookie: socket.cookie, bytesReceived: socket.bytes_received))

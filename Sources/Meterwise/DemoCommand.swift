@@ -2,11 +2,11 @@ import ArgumentParser
 import ConfigKit
 import Engine
 import Foundation
-import Synchronization
 import Links
 import MeterwiseClient
 import Policy
 import RangeServer
+import Synchronization
 import Transfer
 
 /// `meterwise demo`: the Wi-Fi -> cellular -> Wi-Fi scenario end to end on simulated links, with an
@@ -58,8 +58,12 @@ struct DemoCommand: AsyncParsableCommand {
         if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("bad --rate \(rate): \(Units.rateHint)")
         }
-        if url != nil && sha256 == nil { throw ValidationError("--url needs --sha256 HEX so the result can be verified") }
-        if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
+        if url != nil && sha256 == nil {
+            throw ValidationError("--url needs --sha256 HEX so the result can be verified")
+        }
+        if let sha256, ExpectedSHA256.parse(sha256) == nil {
+            throw ValidationError("--sha256: \(ExpectedSHA256.hint).")
+        }
     }
 
     func run() async throws {
@@ -81,8 +85,9 @@ struct DemoCommand: AsyncParsableCommand {
         if let url, let sha256 {
             source = (url, ExpectedSHA256.parse(sha256) ?? sha256)
         } else {
-            let content = RangeContent.generated(size: bytes, seed: 0x6d657465)
-            let perSecond = rate.flatMap(Units.parseRateLimit)
+            let content = RangeContent.generated(size: bytes, seed: 0x6d65_7465)
+            let perSecond =
+                rate.flatMap(Units.parseRateLimit)
                 ?? DemoDefaults.rate(size: bytes, scenario: scenario, resumeAfter: policy.resumeAfter)
             // The server throttles each response; the downloader opens one per segment.
             let segments = DownloadRequest(url: "", destination: "").segmentCount(total: bytes)
@@ -127,7 +132,8 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let outcome = !timedOut.fired.withLock { $0 }
         let status = try await engine.status(job.id)
-        let actual = FileManager.default.fileExists(atPath: destination) ? try DemoDefaults.sha256(ofFile: destination) : nil
+        let actual =
+            FileManager.default.fileExists(atPath: destination) ? try DemoDefaults.sha256(ofFile: destination) : nil
         var summary = DemoSummary(
             sha256: actual, expected: source.sha256, state: status.job.state.rawValue,
             bytesByKind: engine.accounting.bytesByKind, bytesByLink: engine.accounting.bytesByLink,
@@ -137,8 +143,9 @@ struct DemoCommand: AsyncParsableCommand {
         summary.discardedBytes = status.job.discardedBytes ?? 0
         printer.summary(summary)
         if !outcome {
-            Output.error("meterwise demo: timed out after \(Units.formatted(limit.seconds, digits: 1)) s with the job \(status.job.state.rawValue); "
-                         + "give it longer with --timeout SECONDS (default: the scenario's end + 120 s)")
+            Output.error(
+                "meterwise demo: timed out after \(Units.formatted(limit.seconds, digits: 1)) s with the job \(status.job.state.rawValue); "
+                    + "give it longer with --timeout SECONDS (default: the scenario's end + 120 s)")
         }
         if let server { try? await server.shutdown() }
         if !outcome || !summary.sha256OK { throw ExitCode(1) }

@@ -20,10 +20,11 @@ enum DemoDefaults {
     /// A server rate at which the scenario's first unmetered stretch carries about 90 % of the file, so
     /// the demo shows a pause and a resume and still ends soon after the last step.
     static func rate(size: Int64, scenario: Scenario?, resumeAfter: Duration) -> Int64 {
-        let firstMetered = scenario?.timeline().first { entry in
-            guard let primary = entry.snapshot.primary else { return true }
-            return NetworkClass.meteredKinds.contains(primary.kind)
-        }?.at.seconds ?? 8
+        let firstMetered =
+            scenario?.timeline().first { entry in
+                guard let primary = entry.snapshot.primary else { return true }
+                return NetworkClass.meteredKinds.contains(primary.kind)
+            }?.at.seconds ?? 8
         return max(64 * 1024, Int64(Double(size) * 0.9 / max(firstMetered, 1)))
     }
 

@@ -30,7 +30,10 @@ struct DownloadQuestion: ParsableArguments {
         if let size = job.size { query.append("size=\(size)") }
         if !job.tags.isEmpty {
             let joined = job.tags.joined(separator: ",")
-            query.append("tags=" + (joined.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: ",-_."))) ?? joined))
+            query.append(
+                "tags="
+                    + (joined.addingPercentEncoding(
+                        withAllowedCharacters: .alphanumerics.union(.init(charactersIn: ",-_."))) ?? joined))
         }
         return query.joined(separator: "&")
     }

@@ -6,6 +6,7 @@ import Logging
 import MeterwiseClient
 import Synchronization
 import Transfer
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -40,7 +41,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "The expected sha256 (hex); the download fails when it differs.")
     var sha256: String?
 
-    @Flag(help: "Compute the file's sha256 and print it (`sha256sum` format; in --json, the sha256 field). Without it or --sha256 no whole-file hash is computed.")
+    @Flag(
+        help:
+            "Compute the file's sha256 and print it (`sha256sum` format; in --json, the sha256 field). Without it or --sha256 no whole-file hash is computed."
+    )
     var printSha256 = false
 
     @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
@@ -58,7 +62,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "A separate HEAD URL (presigned URLs are signed per method); never required.")
     var headURL: String?
 
-    @Option(help: "The largest object to accept, e.g. 2GiB: a bigger one (or a body without a length that grows past it) fails.")
+    @Option(
+        help:
+            "The largest object to accept, e.g. 2GiB: a bigger one (or a body without a length that grows past it) fails."
+    )
     var maxSize: String?
 
     @Option(help: "Abandon and retry a response slower than this many bytes per second over --speed-time (0: off).")
@@ -67,7 +74,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "The window of --speed-limit, in seconds.")
     var speedTime: Int = 60
 
-    @Option(help: "Retries of a range that makes no progress (refused, reset, 5xx) before giving up; back-off from 250 ms to 30 s.")
+    @Option(
+        help:
+            "Retries of a range that makes no progress (refused, reset, 5xx) before giving up; back-off from 250 ms to 30 s."
+    )
     var retries: Int = 8
 
     @Option(help: ArgumentHelp("Checkpoint after this many bytes per segment (default 4MiB).", visibility: .hidden))
@@ -78,13 +88,21 @@ struct GetCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
-        if let sha256, ExpectedSHA256.parse(sha256) == nil { throw ValidationError("--sha256: \(ExpectedSHA256.hint).") }
+        if let sha256, ExpectedSHA256.parse(sha256) == nil {
+            throw ValidationError("--sha256: \(ExpectedSHA256.hint).")
+        }
         if let rate, Units.parseRateLimit(rate) == nil {
             throw ValidationError("--rate \(rate) is not a rate; \(Units.rateHint) (the /s may be left out).")
         }
-        if let maxSize, Units.parseBytes(maxSize) == nil { throw ValidationError("--max-size \(maxSize) is not a size; \(Units.bytesHint).") }
-        if Units.parseBytes(speedLimit) == nil { throw ValidationError("--speed-limit \(speedLimit) is not a size; \(Units.bytesHint).") }
-        guard (1...86_400).contains(speedTime) else { throw ValidationError("--speed-time must be from 1 to 86400 seconds.") }
+        if let maxSize, Units.parseBytes(maxSize) == nil {
+            throw ValidationError("--max-size \(maxSize) is not a size; \(Units.bytesHint).")
+        }
+        if Units.parseBytes(speedLimit) == nil {
+            throw ValidationError("--speed-limit \(speedLimit) is not a size; \(Units.bytesHint).")
+        }
+        guard (1...86_400).contains(speedTime) else {
+            throw ValidationError("--speed-time must be from 1 to 86400 seconds.")
+        }
         guard (0...1000).contains(retries) else { throw ValidationError("--retries must be from 0 to 1000.") }
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
@@ -185,9 +203,10 @@ struct GetCommand: AsyncParsableCommand {
         case .success(.paused)?:
             let code: Int32 = received.number.withLock { $0 } == SIGTERM ? 143 : 130
             if !json {
-                printer.line(printer.pausedBytes == 0
-                    ? "Paused before anything was received; run the same command again to start."
-                    : "Paused; the checkpoint is saved. Run the same command again to resume.")
+                printer.line(
+                    printer.pausedBytes == 0
+                        ? "Paused before anything was received; run the same command again to start."
+                        : "Paused; the checkpoint is saved. Run the same command again to resume.")
             }
             throw ExitCode(code)
         case .success(.cancelled)?:

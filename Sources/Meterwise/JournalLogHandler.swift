@@ -42,6 +42,7 @@ struct JournalLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let all = event.metadata.map { metadata.merging($0) { _, new in new } } ?? metadata
-        FileHandle.standardError.write(Data(Self.line(level: event.level, label: label, message: event.message, metadata: all).utf8))
+        FileHandle.standardError.write(
+            Data(Self.line(level: event.level, label: label, message: event.message, metadata: all).utf8))
     }
 }

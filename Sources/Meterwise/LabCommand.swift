@@ -4,6 +4,7 @@ import Foundation
 import Lab
 import Links
 import Policy
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -54,10 +55,11 @@ struct LabCommand: AsyncParsableCommand {
     @Option(help: "Who downloads inside the device namespace: engine (meterwise demo) or get (meterwise get).")
     var downloader: Downloader = .engine
 
-    @Option(help: ArgumentHelp(
-        "Run this command as the downloader instead, split on spaces; "
-            + "{url}, {sha256}, {output} and {policy} are replaced.",
-        valueName: "command"))
+    @Option(
+        help: ArgumentHelp(
+            "Run this command as the downloader instead, split on spaces; "
+                + "{url}, {sha256}, {output} and {policy} are replaced.",
+            valueName: "command"))
     var engineCommand: String?
 
     @Option(help: "The rate of fast links (wlan, ethernet), e.g. 48mbit; 0 leaves them unshaped.")
@@ -97,7 +99,9 @@ struct LabCommand: AsyncParsableCommand {
             guard let pid = Int32(name.dropFirst(workDirectoryPrefix.count)), pid > 0, pid != getpid() else { continue }
             var stats = stat()
             let path = temporary + "/" + name
-            guard lstat(path, &stats) == 0, stats.st_mode & S_IFMT == S_IFDIR, stats.st_uid == geteuid() else { continue }
+            guard lstat(path, &stats) == 0, stats.st_mode & S_IFMT == S_IFDIR, stats.st_uid == geteuid() else {
+                continue
+            }
             guard kill(pid, 0) != 0, errno == ESRCH else { continue }
             if (try? FileManager.default.removeItem(atPath: path)) != nil { removed.append((name, pid)) }
         }
@@ -106,8 +110,9 @@ struct LabCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard getuid() == 0 else {
-            Output.error("meterwise lab: needs root to create network namespaces; run it with sudo: "
-                         + "sudo \(CommandLine.arguments[0]) lab \(scenario)")
+            Output.error(
+                "meterwise lab: needs root to create network namespaces; run it with sudo: "
+                    + "sudo \(CommandLine.arguments[0]) lab \(scenario)")
             throw ExitCode(77)
         }
         if let reason = Netns.unavailableReason() {
@@ -140,8 +145,9 @@ struct LabCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: workDirectory) }
 
-        var lab = LabRun(scenario: loaded, uplinks: uplinks,
-                         serverCommand: serverCommand, engineCommand: downloaderCommand(workDirectory: workDirectory))
+        var lab = LabRun(
+            scenario: loaded, uplinks: uplinks,
+            serverCommand: serverCommand, engineCommand: downloaderCommand(workDirectory: workDirectory))
         lab.speed = speed
         lab.timeout = .seconds(timeout)
         lab.log = { Output.error($0) }
@@ -202,7 +208,8 @@ struct LabCommand: AsyncParsableCommand {
     func downloaderCommand(workDirectory: String) -> @Sendable (LabRun.Served) -> [String] {
         let output = workDirectory + "/download.bin"
         // The engine child resolves the policy as this process did; an explicit path is made absolute.
-        let policyArguments = PolicyLocator.current(explicit: policy).path
+        let policyArguments =
+            PolicyLocator.current(explicit: policy).path
             .map { ["--policy", URL(fileURLWithPath: $0).standardizedFileURL.path] } ?? []
         let (downloader, template) = (self.downloader, self.engineCommand)
         return { served in
@@ -233,12 +240,14 @@ struct LabCommand: AsyncParsableCommand {
         let failed = report.engineExit != 0 || report.sha256OK == false
         if report.engineExit != 0 {
             let detail = report.engineStderr.trimmingCharacters(in: .whitespacesAndNewlines)
-            Output.error("meterwise lab: the downloader exited with status \(report.engineExit)"
-                         + (detail.isEmpty ? "" : ":\n\(detail)"))
+            Output.error(
+                "meterwise lab: the downloader exited with status \(report.engineExit)"
+                    + (detail.isEmpty ? "" : ":\n\(detail)"))
         }
         if json {
-            let data = try JSONSerialization.data(withJSONObject: report.jsonObject(),
-                                                  options: [.sortedKeys, .withoutEscapingSlashes])
+            let data = try JSONSerialization.data(
+                withJSONObject: report.jsonObject(),
+                options: [.sortedKeys, .withoutEscapingSlashes])
             Output.line(String(decoding: data, as: UTF8.self))
         } else {
             Output.line(LabTable.render(report, uplinks: uplinks))

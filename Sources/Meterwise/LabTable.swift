@@ -15,14 +15,18 @@ enum LabTable {
             text + String(repeating: " ", count: max(1, width - text.count))
         }
         let engine = report.engineBytes
-        var lines = ["", "Scenario \(report.scenario), \(Units.formatBytes(report.size)) in "
-                     + Units.formatted(Double(report.duration.components.seconds), digits: 0) + " s",
-                     pad("link", 10) + pad("kind", 11) + pad("kernel rx (/proc/net/dev)", 28) + "engine"]
+        var lines = [
+            "",
+            "Scenario \(report.scenario), \(Units.formatBytes(report.size)) in "
+                + Units.formatted(Double(report.duration.components.seconds), digits: 0) + " s",
+            pad("link", 10) + pad("kind", 11) + pad("kernel rx (/proc/net/dev)", 28) + "engine",
+        ]
         for uplink in uplinks {
             let rx = report.interfaces[uplink.name]?.rx
-            lines.append(pad(uplink.name, 10) + pad(uplink.kind.rawValue, 11)
-                         + pad(rx.map(Units.formatBytes) ?? "?", 28)
-                         + engineColumn(engine, uplink.name))
+            lines.append(
+                pad(uplink.name, 10) + pad(uplink.kind.rawValue, 11)
+                    + pad(rx.map(Units.formatBytes) ?? "?", 28)
+                    + engineColumn(engine, uplink.name))
         }
         if let total = engine?["total"] { lines.append(pad("total", 21) + pad("", 28) + Units.formatBytes(total)) }
         for (name, bytes) in report.meteredPrimaryBytes.sorted(by: { $0.key < $1.key }) {

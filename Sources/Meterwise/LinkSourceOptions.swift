@@ -13,9 +13,10 @@ struct LinkSourceOptions: ParsableArguments {
         case scenario
     }
 
-    @Option(help: ArgumentHelp(
-        "Where links come from: netlink (the kernel, with --hints) or scenario (--scenario FILE).",
-        discussion: "Default: scenario when --scenario is given, else netlink (demo: its built-in scenario)."))
+    @Option(
+        help: ArgumentHelp(
+            "Where links come from: netlink (the kernel, with --hints) or scenario (--scenario FILE).",
+            discussion: "Default: scenario when --scenario is given, else netlink (demo: its built-in scenario)."))
     var links: Origin?
 
     @Option(help: "Replay this scenario file instead of reading the kernel's links (docs/scenarios.md).")
@@ -24,10 +25,12 @@ struct LinkSourceOptions: ParsableArguments {
     @Option(help: "Scenario seconds per real second (20 plays 20 s in 1 s); for a scenario only.")
     var speed: Double = 1
 
-    @Option(help: ArgumentHelp(
-        "Hints joined to the kernel's links: networkmanager or none (default: networkmanager).",
-        discussion: "networkmanager: NetworkManager and ModemManager over D-Bus, systemd-networkd's DHCP leases and "
-            + "nl80211's Wi-Fi names, each when it runs. For netlink only."))
+    @Option(
+        help: ArgumentHelp(
+            "Hints joined to the kernel's links: networkmanager or none (default: networkmanager).",
+            discussion:
+                "networkmanager: NetworkManager and ModemManager over D-Bus, systemd-networkd's DHCP leases and "
+                + "nl80211's Wi-Fi names, each when it runs. For netlink only."))
     var hints: HintChoice?
 
     init() {}
@@ -58,7 +61,8 @@ struct LinkSourceOptions: ParsableArguments {
         // Which one first: the checks below depend on the command's default (demo's is a scenario).
         let replays = links == .scenario || scenario != nil || links == nil && fallback != nil
         if replays, hints != nil {
-            throw ValidationError("--hints join the kernel's links; a scenario carries its own (drop --hints, or use --links netlink)")
+            throw ValidationError(
+                "--hints join the kernel's links; a scenario carries its own (drop --hints, or use --links netlink)")
         }
         if !replays, speed != 1 { throw ValidationError("--speed only applies to a scenario (--scenario FILE)") }
         guard replays else { return .kernel(hints: hints ?? .networkmanager) }

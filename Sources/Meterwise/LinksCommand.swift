@@ -32,7 +32,8 @@ struct LinksCommand: AsyncParsableCommand {
                 Output.line(json ? SnapshotFormat.json(snapshot) : SnapshotFormat.table(snapshot, scenario: scenario))
                 return
             }
-            let line = json
+            let line =
+                json
                 ? SnapshotFormat.json(snapshot, at: Date())
                 : SnapshotFormat.changeLine(snapshot, previous: previous, at: Date())
             Output.line(line)

@@ -8,7 +8,8 @@ import Logging
 enum Main {
     static func main() async {
         ProcessMemory.tuneAllocator()
-        let level = ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        let level =
+            ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let journal = JournalLogHandler.stderrIsJournal()
         LoggingSystem.bootstrap { label in
             if journal {

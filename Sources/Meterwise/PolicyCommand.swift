@@ -26,13 +26,16 @@ struct PolicyCommand: AsyncParsableCommand {
         var paths: [String] = []
 
         func run() async throws {
-            let sources = paths.isEmpty
+            let sources =
+                paths.isEmpty
                 ? [PolicyLocator.current(explicit: nil)] : paths.map { PolicySource(path: $0, origin: .explicit) }
             var failed = false
             for source in sources {
                 do {
                     let policy = try source.load()
-                    let networks = policy.networks.count, rules = policy.rules.count, files = policy.files.count
+                    let networks = policy.networks.count
+                    let rules = policy.rules.count
+                    let files = policy.files.count
                     Output.line(
                         "\(source): OK (\(files) file\(files == 1 ? "" : "s"), "
                             + "\(networks) network rule\(networks == 1 ? "" : "s"), "
@@ -128,8 +131,9 @@ struct PolicyCommand: AsyncParsableCommand {
                 // link): the message without usage text, exit 1 like explain's other failures.
                 guard snapshot.link(named: link) != nil else {
                     let place = scenario.map { "in \($0) at \(at ?? "0s")" } ?? "on this machine"
-                    Output.error("Error: no link named \(link) \(place); known: "
-                                 + snapshot.links.map(\.name).joined(separator: ", "))
+                    Output.error(
+                        "Error: no link named \(link) \(place); known: "
+                            + snapshot.links.map(\.name).joined(separator: ", "))
                     throw ExitCode(1)
                 }
                 snapshot = Self.making(link, primaryOf: snapshot)

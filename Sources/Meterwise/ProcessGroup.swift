@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,8 +12,8 @@ enum ProcessGroup {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return entries.compactMap { entry -> pid_t? in
             guard let pid = pid_t(entry), pid > 0,
-                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  processGroup(fromStat: stat) == group
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                processGroup(fromStat: stat) == group
             else { return nil }
             return pid
         }
@@ -37,10 +38,15 @@ enum ProcessGroup {
         while let current = next.popLast(), found.count < limit {
             guard seen.insert(current).inserted else { continue }
             found.append(current)
-            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(current)/task") else { continue }
+            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(current)/task") else {
+                continue
+            }
             for task in tasks {
-                guard let text = try? String(contentsOfFile: "/proc/\(current)/task/\(task)/children", encoding: .utf8) else { continue }
-                next += text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                guard let text = try? String(contentsOfFile: "/proc/\(current)/task/\(task)/children", encoding: .utf8)
+                else { continue }
+                next += text.split(separator: " ").compactMap {
+                    pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
             }
         }
         return found
@@ -53,11 +59,15 @@ enum ProcessGroup {
         var inodes: [UInt64] = []
         var target = [CChar](repeating: 0, count: 64)
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             guard name.first?.isNumber == true else { continue }
             let length = readlink("/proc/\(pid)/fd/\(name)", &target, target.count - 1)
             guard length > 0 else { continue }
-            if let inode = socketInode(fromLink: String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)) {
+            if let inode = socketInode(
+                fromLink: String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            {
                 inodes.append(inode)
             }
         }

@@ -1,5 +1,6 @@
 import CFileCalls
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,7 +40,8 @@ enum ProcessMemory {
             if first.contains("-"), !first.hasSuffix(":"), fields.count >= 2 {
                 close()
                 let bounds = first.split(separator: "-")
-                guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16) else {
+                guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16)
+                else {
                     continue
                 }
                 let path = fields.count >= 6 ? fields[5...].joined(separator: " ") : ""

@@ -2,6 +2,7 @@ import ConfigKit
 import MeterwiseClient
 import Synchronization
 import Transfer
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -86,7 +87,9 @@ final class ProgressPrinter: Sendable {
             let size = total.map(Units.formatBytes) ?? "unknown size"
             let from = resumed > 0 ? ", resuming at \(Units.formatBytes(resumed))" : ""
             let via = proxy.map { " via the proxy \($0)" } ?? ""
-            line("Downloading \(url) -> \(destination)\(via) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))")
+            line(
+                "Downloading \(url) -> \(destination)\(via) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))"
+            )
         case .progress(let p):
             if mode == .tty {
                 guard due(every: 0.1) else { return false }
@@ -154,40 +157,50 @@ final class ProgressPrinter: Sendable {
         var terminal = false
         switch event {
         case .started(let total, let resumed, let segments):
-            fields = [("event", .string("started")), ("total_bytes", total.map { .int($0) } ?? .null),
-                      ("resumed_bytes", .int(resumed)), ("segments", .int(Int64(segments))),
-                      ("proxy", proxy.map { .string($0) } ?? .null)]
+            fields = [
+                ("event", .string("started")), ("total_bytes", total.map { .int($0) } ?? .null),
+                ("resumed_bytes", .int(resumed)), ("segments", .int(Int64(segments))),
+                ("proxy", proxy.map { .string($0) } ?? .null),
+            ]
         case .progress(let p):
             guard due(every: 0.5) else { return false }
             fields = [("event", .string("progress"))] + progressFields(p)
         case .restarted(let reason):
             fields = [("event", .string("restarted")), ("reason", .string(reason))]
         case .retrying(let attempt, let delay, let reason):
-            fields = [("event", .string("retrying")), ("attempt", .int(Int64(attempt))),
-                      ("delay_seconds", .double(delay.seconds)),
-                      ("reason", .string(reason))]
+            fields = [
+                ("event", .string("retrying")), ("attempt", .int(Int64(attempt))),
+                ("delay_seconds", .double(delay.seconds)),
+                ("reason", .string(reason)),
+            ]
         case .warning(let text):
             fields = [("event", .string("warning")), ("message", .string(text))]
         case .checkpointed(let done):
             fields = [("event", .string("checkpointed")), ("bytes_done", .int(done))]
         case .paused(let p):
-            fields = [("event", .string("paused")), ("state", .string("paused"))] + progressFields(p)
+            fields =
+                [("event", .string("paused")), ("state", .string("paused"))] + progressFields(p)
                 + [("message", .string("Run the same command again to resume."))]
             terminal = true
         case .completed(let r):
-            fields = [("event", .string("completed")), ("state", .string("completed")), ("path", .string(r.path))]
+            fields =
+                [("event", .string("completed")), ("state", .string("completed")), ("path", .string(r.path))]
                 + (r.sha256.map { [("sha256", .string($0))] } ?? [])
-                + [("total_bytes", .int(r.totalBytes)),
-                      ("bytes_fetched", .int(r.bytesFetched)), ("refetched_bytes", .int(r.refetchedBytes)),
-                      ("resumed_bytes", .int(r.resumedBytes)), ("discarded_bytes", .int(r.discardedBytes)),
-                      ("proxy", proxy.map { .string($0) } ?? .null)]
+                + [
+                    ("total_bytes", .int(r.totalBytes)),
+                    ("bytes_fetched", .int(r.bytesFetched)), ("refetched_bytes", .int(r.refetchedBytes)),
+                    ("resumed_bytes", .int(r.resumedBytes)), ("discarded_bytes", .int(r.discardedBytes)),
+                    ("proxy", proxy.map { .string($0) } ?? .null),
+                ]
             terminal = true
         case .cancelled:
             fields = [("event", .string("cancelled")), ("state", .string("cancelled"))]
             terminal = true
         case .failed(let error):
-            fields = [("event", .string("failed")), ("state", .string("failed")), ("code", .string(error.code.rawValue)),
-                      ("message", .string(error.message))]
+            fields = [
+                ("event", .string("failed")), ("state", .string("failed")), ("code", .string(error.code.rawValue)),
+                ("message", .string(error.message)),
+            ]
             terminal = true
         }
         write(JSONValue.object(fields).text + "\n", stdout: true)
@@ -195,9 +208,11 @@ final class ProgressPrinter: Sendable {
     }
 
     private func progressFields(_ p: DownloadProgress) -> [(String, JSONValue)] {
-        [("bytes_done", .int(p.bytesDone)), ("total_bytes", p.totalBytes.map { .int($0) } ?? .null),
-         ("bytes_fetched", .int(p.bytesFetched)), ("bytes_per_second", .int(Int64(p.bytesPerSecond))),
-         ("active_segments", .int(Int64(p.activeSegments))), ("discarded_bytes", .int(p.discardedBytes))]
+        [
+            ("bytes_done", .int(p.bytesDone)), ("total_bytes", p.totalBytes.map { .int($0) } ?? .null),
+            ("bytes_fetched", .int(p.bytesFetched)), ("bytes_per_second", .int(Int64(p.bytesPerSecond))),
+            ("active_segments", .int(Int64(p.activeSegments))), ("discarded_bytes", .int(p.discardedBytes)),
+        ]
     }
 }
 
@@ -216,7 +231,8 @@ enum JSONValue {
         case .double(let v): return v.isFinite ? String((v * 1000).rounded() / 1000) : "null"
         case .null: return "null"
         case .string(let s): return Self.quote(s)
-        case .object(let fields): return "{" + fields.map { Self.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        case .object(let fields):
+            return "{" + fields.map { Self.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
         }
     }
 

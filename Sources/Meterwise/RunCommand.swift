@@ -7,6 +7,7 @@ import Foundation
 import Links
 import MeterwiseClient
 import Policy
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,8 @@ import Glibc
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run a download command under the policy: started when allowed, stopped and continued as the links change.",
+        abstract:
+            "Run a download command under the policy: started when allowed, stopped and continued as the links change.",
         discussion: """
             When the daemon runs, its answer is followed (its live links, budgets and policy: the event \
             stream's decision events) and the bytes the command receives are counted against the policy's \
@@ -33,13 +35,17 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var question: DownloadQuestion
 
-    @Flag(help: "On a pause, terminate the command (SIGTERM) and run it again when allowed, instead of SIGSTOP/SIGCONT.")
+    @Flag(
+        help: "On a pause, terminate the command (SIGTERM) and run it again when allowed, instead of SIGSTOP/SIGCONT.")
     var restart = false
 
     @Flag(help: "Do not ask the daemon: read the links and the policy here (nothing is counted against budgets).")
     var local = false
 
-    @Option(help: "The daemon's control socket (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's).")
+    @Option(
+        help:
+            "The daemon's control socket (default: $METERWISE_SOCKET, else your own daemon's when it runs, else the system's)."
+    )
     var socket: String?
 
     @Option(help: ArgumentHelp(PolicyOption.help + " Used without a daemon."))
@@ -55,7 +61,9 @@ struct RunCommand: AsyncParsableCommand {
     static let reportInterval = Duration.seconds(2)
 
     func validate() throws {
-        guard !command.isEmpty else { throw ValidationError("give the command after --, e.g. meterwise run -- curl -C - -O URL") }
+        guard !command.isEmpty else {
+            throw ValidationError("give the command after --, e.g. meterwise run -- curl -C - -O URL")
+        }
     }
 
     func run() async throws {
@@ -75,7 +83,8 @@ struct RunCommand: AsyncParsableCommand {
     func daemonClient(for job: JobInfo) async throws -> ControlClient? {
         let client = ControlClient(socketPath: socket ?? StatePaths.clientSocket)
         do {
-            _ = try await client.call(.GET, "/v1/decision?" + DownloadQuestion.query(job), as: ControlAPI.DecisionBody.self)
+            _ = try await client.call(
+                .GET, "/v1/decision?" + DownloadQuestion.query(job), as: ControlAPI.DecisionBody.self)
             return client
         } catch let error as ClientError where error.status != 0 {
             throw failure("the daemon refused the question: \(error)")
@@ -111,8 +120,10 @@ struct RunCommand: AsyncParsableCommand {
                     let clock = links.clock()
                     do {
                         try await DecisionLoop(clock: clock).run(
-                            job: job, inputs: DecisionInputs(policy: policy), triggers: links.monitor(clock: clock).snapshots(),
-                            as: { .links($0) }) { decision in
+                            job: job, inputs: DecisionInputs(policy: policy),
+                            triggers: links.monitor(clock: clock).snapshots(),
+                            as: { .links($0) }
+                        ) { decision in
                             wake.yield(.answer(ControlAPI.DecisionBody(decision, source: "local")))
                         }
                     } catch is CancellationError {
@@ -183,8 +194,9 @@ struct RunCommand: AsyncParsableCommand {
                 // The API takes up to 2^40 bytes a report; the rest waits for the next one.
                 let now = min(unreported, 1 << 40)
                 guard let body = try? ControlAPI.encoder().encode(ControlAPI.UsageBody(bytes: Int64(now))),
-                      let (answer, _) = try? await client.call(.POST, "/v1/usage?" + DownloadQuestion.query(job), body: body,
-                                                               as: ControlAPI.DecisionBody.self, timeout: Self.reportInterval)
+                    let (answer, _) = try? await client.call(
+                        .POST, "/v1/usage?" + DownloadQuestion.query(job), body: body,
+                        as: ControlAPI.DecisionBody.self, timeout: Self.reportInterval)
                 else { return nil }
                 unreported -= now
                 return answer
@@ -211,8 +223,10 @@ struct RunCommand: AsyncParsableCommand {
                     // Never unsupervised: the command is held until the daemon's stream answers again.
                     let held = child.hold()
                     if following || held != nil {
-                        note("lost the daemon (\(why)); " + (held.map { $0 + " until it answers again" }
-                            ?? "the command waits until it answers again"))
+                        note(
+                            "lost the daemon (\(why)); "
+                                + (held.map { $0 + " until it answers again" }
+                                    ?? "the command waits until it answers again"))
                     }
                     following = false
                     continue
@@ -228,7 +242,9 @@ struct RunCommand: AsyncParsableCommand {
                     // Never unsupervised: without links nothing says the command may run.
                     note("cannot read this machine's links: \(why)")
                     if !child.started { return 2 }
-                    if let message = child.hold() { note(message + ": no links to decide with (SIGINT or SIGTERM ends it)") }
+                    if let message = child.hold() {
+                        note(message + ": no links to decide with (SIGINT or SIGTERM ends it)")
+                    }
                     continue
                 }
                 if answer.mayRun {
@@ -354,7 +370,8 @@ struct ChildGroup {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         posix_spawnattr_setpgroup(&attributes, 0)
         var empty = sigset_t()
         sigemptyset(&empty)
@@ -377,12 +394,14 @@ struct ChildGroup {
 
     /// Why `command` cannot be run, as a shell would say it (127: not found; 126: found, not runnable);
     /// nil when it can (or when only running it will tell).
-    static func lookUp(_ command: String, path: String? = ProcessInfo.processInfo.environment["PATH"]) -> LaunchProblem? {
+    static func lookUp(_ command: String, path: String? = ProcessInfo.processInfo.environment["PATH"]) -> LaunchProblem?
+    {
         let candidates: [String]
         if command.contains("/") {
             candidates = [command]
         } else {
-            let folders = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false)
+            let folders = (path ?? "/usr/local/bin:/usr/bin:/bin").split(
+                separator: ":", omittingEmptySubsequences: false)
             candidates = folders.map { ($0.isEmpty ? "." : String($0)) + "/" + command }
         }
         var denied: Int32?
@@ -411,7 +430,8 @@ struct LaunchProblem: Error {
     var message: String {
         switch errno {
         case ENOENT, ENOTDIR:
-            return command.contains("/") ? "\(command): no such file" : "\(command): command not found (looked in $PATH)"
+            return command.contains("/")
+                ? "\(command): no such file" : "\(command): command not found (looked in $PATH)"
         case EACCES:
             return "\(command): permission denied (not executable: chmod +x, or run it through its interpreter)"
         case EISDIR:

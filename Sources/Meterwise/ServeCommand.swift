@@ -2,6 +2,7 @@ import ArgumentParser
 import ConfigKit
 import Foundation
 import RangeServer
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -23,8 +23,10 @@ enum SnapshotFormat {
             var state = link.isUsable ? "up" : (link.up ? "up, no carrier" : "down")
             if let ssid = link.ssid { state += ", ssid \(ssid)" }
             if link.roaming == true { state += ", roaming" }
-            rows.append([link.name == primary ? "*" : " ", link.name, link.kind.rawValue, link.kindSource,
-                         metered(link), state, link.addresses.joined(separator: " ")])
+            rows.append([
+                link.name == primary ? "*" : " ", link.name, link.kind.rawValue, link.kindSource,
+                metered(link), state, link.addresses.joined(separator: " "),
+            ])
         }
         var text = render(rows)
         text += "\n"
@@ -42,7 +44,9 @@ enum SnapshotFormat {
         if let scenario {
             text += "none (replaying \(scenario): links and metered hints are the scenario's)"
         } else {
-            text += snapshot.hintSources.isEmpty ? "none running (the kernel's facts only)" : snapshot.hintSources.joined(separator: ", ")
+            text +=
+                snapshot.hintSources.isEmpty
+                ? "none running (the kernel's facts only)" : snapshot.hintSources.joined(separator: ", ")
         }
         return text
     }

@@ -28,7 +28,9 @@ final class TimelinePrinter: Sendable {
         self.clock = clock
         self.start = clock.now
         var notes: [UInt64: String] = [:]
-        for (number, step) in (scenario?.steps ?? []).enumerated() { if let note = step.note { notes[UInt64(number + 1)] = note } }
+        for (number, step) in (scenario?.steps ?? []).enumerated() {
+            if let note = step.note { notes[UInt64(number + 1)] = note }
+        }
         self.notes = notes
     }
 
@@ -37,8 +39,10 @@ final class TimelinePrinter: Sendable {
     func header(source: String, size: Int64, policy: PolicySet, policySource: PolicySource, links: String) {
         state.withLock { $0.policy = policy }
         if json {
-            emit(["event": "start", "url": RedactedURL.redact(source), "size": size, "links": links,
-                  "policy": policySource.description, "policy_files": policy.files])
+            emit([
+                "event": "start", "url": RedactedURL.redact(source), "size": size, "links": links,
+                "policy": policySource.description, "policy_files": policy.files,
+            ])
             return
         }
         line("meterwise demo: \(Units.formatBytes(size)) from \(RedactedURL.redact(source))")
@@ -54,22 +58,27 @@ final class TimelinePrinter: Sendable {
             let metered = primary.map { policy?.classify(link: $0).metered ?? false }
             let note = notes[snapshot.sequence]
             if json {
-                var object: [String: Any] = ["event": "links", "primary": primary?.name ?? NSNull(),
-                                             "up": snapshot.links.filter(\.isUsable).map(\.name)]
+                var object: [String: Any] = [
+                    "event": "links", "primary": primary?.name ?? NSNull(),
+                    "up": snapshot.links.filter(\.isUsable).map(\.name),
+                ]
                 if let kind = primary?.kind { object["kind"] = kind.rawValue }
                 if let metered { object["metered"] = metered }
                 if let note { object["note"] = note }
                 emit(object)
                 return
             }
-            let description = primary.map { "\($0.name) (\($0.kind.rawValue), \(metered == true ? "metered" : "unmetered"))" }
+            let description =
+                primary.map { "\($0.name) (\($0.kind.rawValue), \(metered == true ? "metered" : "unmetered"))" }
                 ?? "none"
             line("link     primary \(description)" + (note.map { "   — \($0)" } ?? ""))
         case let .decision(job, decision):
             if json {
-                emit(["event": "decision", "job": job, "action": decision.action.rawValue,
-                      "rule": decision.rule ?? NSNull(), "rate": decision.rate ?? NSNull(),
-                      "allowed_links": decision.allowedLinks, "reasons": decision.reasons])
+                emit([
+                    "event": "decision", "job": job, "action": decision.action.rawValue,
+                    "rule": decision.rule ?? NSNull(), "rate": decision.rate ?? NSNull(),
+                    "allowed_links": decision.allowedLinks, "reasons": decision.reasons,
+                ])
                 return
             }
             var text = "decide   \(decision.action.rawValue)"
@@ -82,13 +91,16 @@ final class TimelinePrinter: Sendable {
                 emit(["event": "started", "job": job, "link": link, "bound": bound, "resumed_from": resumedFrom])
                 return
             }
-            line(resumedFrom > 0
-                 ? "resume   over \(link) from \(Units.formatBytes(resumedFrom))\(bound ? " (bound to its address)" : "")"
-                 : "start    over \(link)\(bound ? " (bound to its address)" : "")")
+            line(
+                resumedFrom > 0
+                    ? "resume   over \(link) from \(Units.formatBytes(resumedFrom))\(bound ? " (bound to its address)" : "")"
+                    : "start    over \(link)\(bound ? " (bound to its address)" : "")")
         case let .paused(job, reason, byUser, timing):
             if json {
-                emit(["event": "paused", "job": job, "reason": reason, "by_user": byUser,
-                      "stop_ms": timing.stoppedAfter.seconds * 1000])
+                emit([
+                    "event": "paused", "job": job, "reason": reason, "by_user": byUser,
+                    "stop_ms": timing.stoppedAfter.seconds * 1000,
+                ])
                 return
             }
             line("pause    \(reason)")
@@ -110,7 +122,10 @@ final class TimelinePrinter: Sendable {
             if json { emit(["event": "notice", "job": job, "text": text]) } else { line("note     \(text)") }
         case let .completed(job, result):
             if json {
-                emit(["event": "completed", "job": job, "sha256": result.sha256 ?? NSNull(), "bytes_done": result.totalBytes])
+                emit([
+                    "event": "completed", "job": job, "sha256": result.sha256 ?? NSNull(),
+                    "bytes_done": result.totalBytes,
+                ])
                 return
             }
             line("done     \(Units.formatBytes(result.totalBytes))" + (result.sha256.map { " sha256 \($0)" } ?? ""))
@@ -133,17 +148,20 @@ final class TimelinePrinter: Sendable {
                 return quarter > s.lastProgressQuarter
             }
             if show {
-                emit(["event": "progress", "job": job, "bytes_done": progress.bytesDone, "total_bytes": total,
-                      "bytes_per_second": Int(progress.bytesPerSecond)])
+                emit([
+                    "event": "progress", "job": job, "bytes_done": progress.bytesDone, "total_bytes": total,
+                    "bytes_per_second": Int(progress.bytesPerSecond),
+                ])
             }
             return
         }
         let width = 30
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let text = String(format: "%6.1fs  [%@] %3d%%  %@ / %@  %@/s", elapsed, bar, Int(fraction * 100),
-                          Units.formatBytes(progress.bytesDone), Units.formatBytes(total),
-                          Units.formatBytes(Int64(progress.bytesPerSecond)))
+        let text = String(
+            format: "%6.1fs  [%@] %3d%%  %@ / %@  %@/s", elapsed, bar, Int(fraction * 100),
+            Units.formatBytes(progress.bytesDone), Units.formatBytes(total),
+            Units.formatBytes(Int64(progress.bytesPerSecond)))
         if tty {
             FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + text).utf8))
             state.withLock { $0.progressShown = true }
@@ -169,7 +187,9 @@ final class TimelinePrinter: Sendable {
     func emit(_ object: [String: Any]) {
         var object = object
         object["elapsed_seconds"] = (elapsed * 1000).rounded() / 1000
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         Output.line(String(decoding: data, as: UTF8.self))
     }
@@ -182,15 +202,20 @@ final class TimelinePrinter: Sendable {
         line("")
         Output.line("summary")
         if let limit = summary.timedOutAfter {
-            Output.line("  timed out     after \(Units.formatted(limit, digits: 1)) s (--timeout): the download did not finish")
+            Output.line(
+                "  timed out     after \(Units.formatted(limit, digits: 1)) s (--timeout): the download did not finish")
         }
         if let sha256 = summary.sha256 {
-            Output.line("  sha256        \(sha256) \(summary.sha256OK ? "verified" : "MISMATCH (expected \(summary.expected))")")
+            Output.line(
+                "  sha256        \(sha256) \(summary.sha256OK ? "verified" : "MISMATCH (expected \(summary.expected))")"
+            )
         } else {
             Output.line("  sha256        (no file: the download did not finish; expected \(summary.expected))")
         }
         for (kind, bytes) in summary.bytesByKind.sorted(by: { $0.key < $1.key }) {
-            Output.line("  via \(kind.padding(toLength: 10, withPad: " ", startingAt: 0))\(Units.formatBytes(bytes)) (\(bytes) bytes)")
+            Output.line(
+                "  via \(kind.padding(toLength: 10, withPad: " ", startingAt: 0))\(Units.formatBytes(bytes)) (\(bytes) bytes)"
+            )
         }
         Output.line("  paused        \(Units.formatted(summary.pausedSeconds, digits: 1)) s")
         Output.line("  wasted        \(Units.formatBytes(summary.wastedBytes)) (fetched twice or discarded)")

@@ -51,8 +51,10 @@ public enum ControlAPI {
             case allowedLinks = "allowed_links", nextChange = "next_change", countedBytes = "counted_bytes"
         }
 
-        public init(action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String],
-                    nextChange: Date?, source: String) {
+        public init(
+            action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String],
+            nextChange: Date?, source: String
+        ) {
             self.action = action
             self.rule = rule
             self.rate = rate
@@ -76,8 +78,9 @@ public enum ControlAPI {
         /// other event.
         public init?(decisionEvent event: EventBody, source: String = "daemon") {
             guard event.event == "decision", event.job == nil, let action = event.action else { return nil }
-            self.init(action: action, rule: event.rule, rate: event.rate, reasons: event.reason.map { [$0] } ?? [],
-                      allowedLinks: event.allowedLinks ?? [], nextChange: event.nextChange, source: source)
+            self.init(
+                action: action, rule: event.rule, rate: event.rate, reasons: event.reason.map { [$0] } ?? [],
+                allowedLinks: event.allowedLinks ?? [], nextChange: event.nextChange, source: source)
         }
     }
 
@@ -94,7 +97,9 @@ public enum ControlAPI {
             case allowedLinks = "allowed_links"
         }
 
-        public init(action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String], text: String) {
+        public init(
+            action: String, rule: String?, rate: Int64?, reasons: [String], allowedLinks: [String], text: String
+        ) {
             self.action = action
             self.rule = rule
             self.rate = rate

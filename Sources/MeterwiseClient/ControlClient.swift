@@ -29,15 +29,18 @@ public struct ControlClient: Sendable {
         }
         guard info.st_mode & S_IFMT == S_IFSOCK else {
             throw ClientError(
-                message: "\(ShownText.escaped(socketPath)) is not a socket: give the daemon's socket with --socket", status: 0)
+                message: "\(ShownText.escaped(socketPath)) is not a socket: give the daemon's socket with --socket",
+                status: 0)
         }
     }
 
     /// Sends a request; returns the HTTP status and the body. Nothing is sent unless the listener is root or
     /// this user (`DaemonPeer`).
     /// The whole exchange must end within `timeout`.
-    public func request(_ method: HTTPMethod, _ path: String, body: Data? = nil,
-                        timeout: Duration = .seconds(30)) async throws -> (Int, Data) {
+    public func request(
+        _ method: HTTPMethod, _ path: String, body: Data? = nil,
+        timeout: Duration = .seconds(30)
+    ) async throws -> (Int, Data) {
         try checkSocket()
         let connection = try await DaemonConnection.open(socketPath)
         let socketPath = self.socketPath
@@ -51,7 +54,8 @@ public struct ControlClient: Sendable {
                     throw error
                 } catch {
                     throw ClientError(
-                        message: "cannot reach the daemon at \(ShownText.escaped(socketPath)): is `meterwise daemon` running? "
+                        message:
+                            "cannot reach the daemon at \(ShownText.escaped(socketPath)): is `meterwise daemon` running? "
                             + "(--socket sets the path) [\(error)]",
                         status: 0)
                 }
@@ -59,7 +63,8 @@ public struct ControlClient: Sendable {
             group.addTask {
                 try await Task.sleep(for: timeout)
                 throw ClientError(
-                    message: "the daemon at \(ShownText.escaped(socketPath)) did not answer within \(StreamLiveness.text(timeout))",
+                    message:
+                        "the daemon at \(ShownText.escaped(socketPath)) did not answer within \(StreamLiveness.text(timeout))",
                     status: 0)
             }
             defer { group.cancelAll() }
@@ -68,11 +73,14 @@ public struct ControlClient: Sendable {
     }
 
     /// Sends a request and decodes a 2xx JSON answer; an error answer becomes the daemon's message.
-    public func call<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, as: T.Type,
-                                   timeout: Duration = .seconds(30)) async throws -> (T, Data) {
+    public func call<T: Decodable>(
+        _ method: HTTPMethod, _ path: String, body: Data? = nil, as: T.Type,
+        timeout: Duration = .seconds(30)
+    ) async throws -> (T, Data) {
         let (status, data) = try await request(method, path, body: body, timeout: timeout)
         guard (200..<300).contains(status) else {
-            let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
+            let message =
+                (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
                 ?? String(decoding: data, as: UTF8.self)
             throw ClientError(message: message, status: status)
         }
@@ -98,7 +106,8 @@ public struct ControlClient: Sendable {
                     let silence = ContinuousClock.now - at
                     if liveness.isLost(after: silence) {
                         heard.state.withLock {
-                            $0.lost = "the daemon at \(ShownText.escaped(socketPath)) sent nothing for "
+                            $0.lost =
+                                "the daemon at \(ShownText.escaped(socketPath)) sent nothing for "
                                 + "\(StreamLiveness.text(silence)) (its keep-alive comes every \(StreamLiveness.text(liveness.interval))): "
                                 + "it is gone or stuck"
                         }
@@ -115,7 +124,8 @@ public struct ControlClient: Sendable {
                 try await connection.exchange(.GET, "/v1/events" + (query.isEmpty ? "" : "?" + query)) { head, body in
                     guard head.status == .ok else {
                         let data = try await body.collect(upTo: 1 << 20)
-                        let message = (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
+                        let message =
+                            (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: data))?.error
                             ?? String(decoding: data.prefix(500), as: UTF8.self)
                         throw ClientError(message: message, status: Int(head.status.code))
                     }
@@ -140,7 +150,8 @@ public struct ControlClient: Sendable {
             } catch {
                 if let lost = heard.state.withLock({ $0.lost }) { throw ClientError(message: lost, status: 0) }
                 throw ClientError(
-                    message: "the daemon's event stream at \(ShownText.escaped(socketPath)) broke off (the daemon stopped or restarted): \(error)",
+                    message:
+                        "the daemon's event stream at \(ShownText.escaped(socketPath)) broke off (the daemon stopped or restarted): \(error)",
                     status: 0)
             }
             if let lost = heard.state.withLock({ $0.lost }) { throw ClientError(message: lost, status: 0) }

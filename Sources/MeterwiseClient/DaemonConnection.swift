@@ -39,7 +39,8 @@ struct DaemonConnection: Sendable {
         guard let peer = await Self.peer(of: channel.channel) else {
             try? await channel.channel.close()
             throw ClientError(
-                message: "cannot tell who listens on \(ShownText.escaped(socketPath)) (no SO_PEERCRED): nothing was sent to it",
+                message:
+                    "cannot tell who listens on \(ShownText.escaped(socketPath)) (no SO_PEERCRED): nothing was sent to it",
                 status: 0)
         }
         if let refusal = peer.refusal(caller: caller, socket: socketPath) {
@@ -84,7 +85,8 @@ struct DaemonConnection: Sendable {
                 return try await read(response, &body)
             }
             throw ClientError(
-                message: "the daemon at \(ShownText.escaped(socketPath)) closed the connection without an answer", status: 0)
+                message: "the daemon at \(ShownText.escaped(socketPath)) closed the connection without an answer",
+                status: 0)
         }
     }
 

@@ -76,10 +76,12 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy
     }
 
-    public init(id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,
-                size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
-                allowRoaming: Bool? = nil, segments: Int? = nil, checkpointPath: String? = nil, ownerUID: UInt32? = nil,
-                ownerGID: UInt32? = nil, maxSize: Int64? = nil, now: Date = Date()) {
+    public init(
+        id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,
+        size: Int64? = nil, priority: Int = 0, tags: [String] = [], allowMetered: Bool = false,
+        allowRoaming: Bool? = nil, segments: Int? = nil, checkpointPath: String? = nil, ownerUID: UInt32? = nil,
+        ownerGID: UInt32? = nil, maxSize: Int64? = nil, now: Date = Date()
+    ) {
         self.id = id
         self.url = url
         self.headURL = headURL

@@ -22,10 +22,12 @@ public struct JobSpec: Sendable, Codable, Hashable {
     /// The proxy for this job (`http://HOST:PORT`); `""` connects directly; nil uses the daemon's.
     public var proxy: String?
 
-    public init(url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
-                priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
-                segments: Int? = nil, maxSize: Int64? = nil, caFile: String? = nil, certFile: String? = nil,
-                keyFile: String? = nil, proxy: String? = nil) {
+    public init(
+        url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
+        priority: Int = 0, tags: [String] = [], allowMetered: Bool = false, allowRoaming: Bool? = nil,
+        segments: Int? = nil, maxSize: Int64? = nil, caFile: String? = nil, certFile: String? = nil,
+        keyFile: String? = nil, proxy: String? = nil
+    ) {
         self.url = url
         self.destination = destination
         self.headURL = headURL
@@ -58,7 +60,9 @@ public struct JobSpec: Sendable, Codable, Hashable {
             guard let path else { continue }
             if !path.hasPrefix("/") { return "\(key) must be an absolute path" }
             if path.utf8.count > 4096 { return "\(key) is longer than 4096 bytes" }
-            if let area = Self.kernelArea(path) { return "\(key) may not be under \(area): give a PEM file of your own" }
+            if let area = Self.kernelArea(path) {
+                return "\(key) may not be under \(area): give a PEM file of your own"
+            }
         }
         if let area = Self.kernelArea(destination) {
             return "destination may not be under \(area): save it in a folder of your own"
@@ -129,10 +133,11 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public init(from decoder: any Decoder) throws {
         let known = Set(CodingKeys.allCases.map(\.rawValue))
         for key in try decoder.container(keyedBy: AnyCodingKey.self).allKeys where !known.contains(key.stringValue) {
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: [key],
-                debugDescription: "unknown key \"\(key.stringValue)\"; known keys: "
-                    + CodingKeys.allCases.map(\.rawValue).sorted().joined(separator: ", ")))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: [key],
+                    debugDescription: "unknown key \"\(key.stringValue)\"; known keys: "
+                        + CodingKeys.allCases.map(\.rawValue).sorted().joined(separator: ", ")))
         }
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -172,12 +177,15 @@ public struct JobStatus: Sendable, Codable, Hashable {
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case job, link, action
-        case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason", proxy = "via_proxy"
+        case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason", proxy =
+            "via_proxy"
         case heldBy = "held_by"
     }
 
-    public init(job: JobRecord, pausedSeconds: Double, link: String?, action: String?, nextRetryAt: Date? = nil,
-                retryReason: String? = nil, proxy: String? = nil) {
+    public init(
+        job: JobRecord, pausedSeconds: Double, link: String?, action: String?, nextRetryAt: Date? = nil,
+        retryReason: String? = nil, proxy: String? = nil
+    ) {
         self.job = job
         self.pausedSeconds = pausedSeconds
         self.link = link

@@ -29,7 +29,9 @@ struct NetlinkDump {
             let index = Int(rtnl_addr_get_ifindex(addr))
             guard let local = rtnl_addr_get_local(addr) else { return }
             let text = Self.string(local)
-            if rtnl_addr_get_family(addr) == AF_INET6 { v6[index, default: []].append(text) } else {
+            if rtnl_addr_get_family(addr) == AF_INET6 {
+                v6[index, default: []].append(text)
+            } else {
                 v4[index, default: []].append(text)
             }
         }
@@ -52,9 +54,10 @@ struct NetlinkDump {
                 capacity *= 4
                 continue
             }
-            return Set(sink.changes.compactMap { change in
-                if case .added(let route) = change { route } else { nil }
-            })
+            return Set(
+                sink.changes.compactMap { change in
+                    if case .added(let route) = change { route } else { nil }
+                })
         }
     }
 

@@ -24,7 +24,8 @@ public struct NetlinkError: Error, Sendable, CustomStringConvertible {
     /// Builds an error from a libnl return code.
     static func libnl(_ code: Code, _ what: String, _ result: Int32) -> NetlinkError {
         let text = String(cString: nl_geterror(result))
-        return NetlinkError(code, "\(what) failed: \(text) (is this Linux with rtnetlink, and may this process open netlink sockets?)")
+        return NetlinkError(
+            code, "\(what) failed: \(text) (is this Linux with rtnetlink, and may this process open netlink sockets?)")
     }
 
     public var description: String { message }

@@ -35,9 +35,11 @@ public struct NetlinkLinkMonitor: LinkMonitor {
     /// Failures a test injects; none by default.
     public var faults: NetlinkFaults
 
-    public init(namespacePath: String? = nil, coalesceWindow: Duration = .milliseconds(1),
-                recovery: NetlinkRecovery.Limits = NetlinkRecovery.Limits(), faults: NetlinkFaults = .none,
-                logger: Logger = Logger(label: "meterwise.netlink")) {
+    public init(
+        namespacePath: String? = nil, coalesceWindow: Duration = .milliseconds(1),
+        recovery: NetlinkRecovery.Limits = NetlinkRecovery.Limits(), faults: NetlinkFaults = .none,
+        logger: Logger = Logger(label: "meterwise.netlink")
+    ) {
         self.namespacePath = namespacePath
         self.coalesceWindow = coalesceWindow
         self.recovery = recovery
@@ -49,8 +51,10 @@ public struct NetlinkLinkMonitor: LinkMonitor {
         let (namespacePath, coalesceMillis) = (self.namespacePath, Int32(max(0, coalesceWindow.milliseconds)))
         let (recovery, faults, logger) = (self.recovery, self.faults, self.logger)
         return PollThread.throwingStream(named: "mw-netlink", bufferingPolicy: .bufferingNewest(64)) { waiter in
-            try ReceiveLoop(namespacePath: namespacePath, coalesceMillis: coalesceMillis, recovery: recovery,
-                            faults: faults, waiter: waiter, logger: logger).run()
+            try ReceiveLoop(
+                namespacePath: namespacePath, coalesceMillis: coalesceMillis, recovery: recovery,
+                faults: faults, waiter: waiter, logger: logger
+            ).run()
         }
     }
 }
@@ -74,8 +78,10 @@ final class ReceiveLoop {
     var sequence: UInt64 = 0
     var last: LinkSnapshot?
 
-    init(namespacePath: String?, coalesceMillis: Int32, recovery: NetlinkRecovery.Limits, faults: NetlinkFaults,
-         waiter: PollWaiter<LinkSnapshot>, logger: Logger) {
+    init(
+        namespacePath: String?, coalesceMillis: Int32, recovery: NetlinkRecovery.Limits, faults: NetlinkFaults,
+        waiter: PollWaiter<LinkSnapshot>, logger: Logger
+    ) {
         self.namespacePath = namespacePath
         self.limits = recovery
         self.faults = faults
@@ -98,14 +104,16 @@ final class ReceiveLoop {
                 guard started else { throw error }
                 switch recovery.failed(at: ContinuousClock.now - origin) {
                 case let .giveUp(failures, over):
-                    let message = "netlink failed \(failures) times in a row over \(Int(over.seconds)) s, reopening "
+                    let message =
+                        "netlink failed \(failures) times in a row over \(Int(over.seconds)) s, reopening "
                         + "after each (last: \(error)); giving up on link monitoring, so that a daemon exits and its "
                         + "service manager restarts it"
                     logger.error("\(message)")
                     throw NetlinkError(.gaveUp, message)
                 case let .reopen(delay):
                     logger.warning(
-                        "netlink: \(error); reopening and reading every link again in \(delay) (failure \(recovery.failures) in a row)")
+                        "netlink: \(error); reopening and reading every link again in \(delay) (failure \(recovery.failures) in a row)"
+                    )
                     if waiter.sleep(for: max(.milliseconds(1), delay)) { return }
                 }
             }
@@ -182,7 +190,9 @@ final class ReceiveLoop {
             var quiet = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0)]
             repeat {
                 let read = mw_read_events(eventFD, &sink.raw)
-                if read == -ENOBUFS { overrun = true } else if read < 0 {
+                if read == -ENOBUFS {
+                    overrun = true
+                } else if read < 0 {
                     throw NetlinkError(.socket, "reading netlink events failed: \(String(cString: strerror(-read)))")
                 }
                 quiet[0].revents = 0
@@ -215,7 +225,8 @@ final class ReceiveLoop {
         }
         defer { close(fd) }
         guard mw_enter_netns(fd) == 0 else {
-            throw NetlinkError(.namespace, "cannot enter network namespace \(path): \(String(cString: strerror(errno))) (root needed)")
+            throw NetlinkError(
+                .namespace, "cannot enter network namespace \(path): \(String(cString: strerror(errno))) (root needed)")
         }
     }
 }

@@ -16,8 +16,10 @@ public struct NetlinkRecovery: Sendable, Hashable {
         public var healthyAfter: Duration
 
         /// 50 ms doubling to 5 s; giving up after 10 failures over at least 60 s with no session healthy for 5 s.
-        public init(firstDelay: Duration = .milliseconds(50), maxDelay: Duration = .seconds(5), maxFailures: Int = 10,
-                    window: Duration = .seconds(60), healthyAfter: Duration = .seconds(5)) {
+        public init(
+            firstDelay: Duration = .milliseconds(50), maxDelay: Duration = .seconds(5), maxFailures: Int = 10,
+            window: Duration = .seconds(60), healthyAfter: Duration = .seconds(5)
+        ) {
             self.firstDelay = max(firstDelay, .zero)
             self.maxDelay = max(maxDelay, self.firstDelay)
             self.maxFailures = max(maxFailures, 1)

@@ -21,8 +21,9 @@ struct RouteKey: Hashable {
 
     /// The route for a snapshot, with its link's name.
     func defaultRoute(names: [Int: String]) -> DefaultRoute {
-        DefaultRoute(family: family, linkIndex: linkIndex, link: names[linkIndex] ?? "if\(linkIndex)", metric: metric,
-                     gateway: gateway)
+        DefaultRoute(
+            family: family, linkIndex: linkIndex, link: names[linkIndex] ?? "if\(linkIndex)", metric: metric,
+            gateway: gateway)
     }
 }
 

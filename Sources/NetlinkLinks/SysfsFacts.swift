@@ -1,8 +1,9 @@
+import ConfigKit
+import Links
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import ConfigKit
-import Links
 
 /// Reads the sysfs facts classification needs for one link: DEVTYPE, wireless dirs, driver.
 /// sysfs shows the network namespace it was mounted in (`ip netns exec` remounts it), so a monitor

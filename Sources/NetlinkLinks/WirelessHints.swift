@@ -60,7 +60,9 @@ public struct WirelessHints: LinkHintSource {
     }
 
     /// Sleeps until an event may have changed an SSID or BSSID (true) or the consumer goes away (false).
-    private static func waitForChange(_ connection: Nl80211Connection, waiter: PollWaiter<LinkHints>) throws(NetlinkError) -> Bool {
+    private static func waitForChange(_ connection: Nl80211Connection, waiter: PollWaiter<LinkHints>)
+        throws(NetlinkError) -> Bool
+    {
         while true {
             let wake: PollWake
             do {

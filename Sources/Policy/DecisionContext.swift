@@ -58,7 +58,8 @@ public struct DecisionContext: Sendable {
         let primaryClass = primary.map { policy.classify(link: $0) }
         self.primary = primary
         self.primaryClass = primaryClass
-        self.uplinks = Self.classifiedUplinks(of: snapshot, policy: policy, primary: primary, primaryClass: primaryClass)
+        self.uplinks = Self.classifiedUplinks(
+            of: snapshot, policy: policy, primary: primary, primaryClass: primaryClass)
         self.linkReasons = Self.linkReasons(primary: primary, primaryClass: primaryClass)
 
         let facts = RuleFacts(
@@ -71,7 +72,9 @@ public struct DecisionContext: Sendable {
             let (state, next) = facts.state(of: rule)
             if let next { earliest = earliest.map { min($0, next) } ?? next }
             // A per-user budget's reasons are added per job, once its share is tested.
-            states.append(rule.budget?.perUser == true ? state : Self.withMatchedReasons(state, rule: rule, linkReasons: linkReasons))
+            states.append(
+                rule.budget?.perUser == true
+                    ? state : Self.withMatchedReasons(state, rule: rule, linkReasons: linkReasons))
             nextChanges.append(earliest)
         }
         self.facts = facts
@@ -96,7 +99,8 @@ public struct DecisionContext: Sendable {
         guard let primary, let primaryClass else {
             return ["no usable uplink (no link that is up has a default route)"]
         }
-        var text = "primary uplink \(primary.name) (\(primary.kind.rawValue)) is "
+        var text =
+            "primary uplink \(primary.name) (\(primary.kind.rawValue)) is "
             + (primaryClass.metered ? "metered" : "not metered")
         if primaryClass.roaming { text += ", roaming" }
         if !primaryClass.labels.isEmpty { text += ", labels " + primaryClass.labels.joined(separator: ", ") }
@@ -193,7 +197,9 @@ public struct DecisionContext: Sendable {
         var decision = decision
         decision.spentBudget = first.budget
         decision.heldBy = "\(first.rule.name): budget \(first.budget.name) is used up"
-        let heads = stronger.map { $0.budget.headline(rule: $0.rule.name, action: $0.rule.action, now: now, calendar: calendar) }
+        let heads = stronger.map {
+            $0.budget.headline(rule: $0.rule.name, action: $0.rule.action, now: now, calendar: calendar)
+        }
         decision.reasons.insert(contentsOf: heads, at: 0)
         return decision
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where the policy comes from. Every command that uses a policy (`daemon`, `policy check`,
 /// `policy explain`, `demo`, `lab`) asks `PolicyLocator.resolve`, so they cannot disagree.
 public struct PolicySource: Sendable, Hashable, CustomStringConvertible {
@@ -72,11 +74,10 @@ public enum PolicyLocator {
 }
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
-import Foundation
 
 extension PolicyLocator {
     /// `resolve` for this process: its uid, its environment and the file system.

@@ -2,9 +2,9 @@ import ConfigKit
 import Links
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 extension PolicySet {

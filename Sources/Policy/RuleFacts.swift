@@ -135,7 +135,8 @@ struct RuleFacts {
             + "period, resets \(resets)"
         state.test(
             left > 0, pass: "budget \(budget.name) has \(Units.formatBytes(left)) left",
-            miss: "budget \(budget.name) is used up (\(Units.formatBytes(used)) of \(limit) this \(budget.period.rawValue) period), "
+            miss:
+                "budget \(budget.name) is used up (\(Units.formatBytes(used)) of \(limit) this \(budget.period.rawValue) period), "
                 + "resets \(resets)")
         if let wanted {
             state.test(
@@ -148,7 +149,8 @@ struct RuleFacts {
     /// For a rule that moves bytes: may it use the metered primary, and which uplinks does `via` leave?
     /// These tests speak only when nothing else missed yet, `ignoring` that many earlier misses.
     func testReach(_ rule: Rule, into state: inout DecisionContext.RuleState, ignoring: Int = 0) {
-        if let primary, let network = primaryClass, network.metered, !rule.allowsMetered, state.misses.count <= ignoring {
+        if let primary, let network = primaryClass, network.metered, !rule.allowsMetered, state.misses.count <= ignoring
+        {
             state.misses.append(
                 "\(primary.name) is metered and this rule does not allow metered links "
                     + "(add `metered: yes` or `allow_metered: yes` to its when, or `via: any`)")

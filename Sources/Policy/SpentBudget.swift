@@ -29,7 +29,9 @@ public struct SpentBudget: Sendable, Hashable {
         case .monthly: when = "this month"
         }
         let left = resets.timeIntervalSince(now)
-        let at = left < 86_400 ? Self.clock(resets, calendar: calendar) : DecisionContext.localStamp(resets, calendar: calendar)
+        let at =
+            left < 86_400
+            ? Self.clock(resets, calendar: calendar) : DecisionContext.localStamp(resets, calendar: calendar)
         let verb = action == .throttle ? "would run throttled" : "would run"
         return "budget \(name) is used up (\(Units.formatBytes(used)) of \(Units.formatBytes(bytes)) \(when)), "
             + "resets \(at) (in \(Self.span(left))); rule `\(rule)` \(verb)"

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 /// An IPv4 or IPv6 subnet in CIDR form (`192.168.1.0/24`, `fd00::/8`), for `networks:` address matches.

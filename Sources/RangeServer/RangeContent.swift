@@ -1,5 +1,6 @@
 import Crypto
 import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -33,7 +34,8 @@ public struct RangeContent: Sendable {
     /// Generated content of `size` bytes; the same seed and size give the same bytes and ETag.
     public static func generated(size: Int64, seed: UInt64) -> RangeContent {
         RangeContent(
-            source: .generated(seed: seed), size: size, etag: "\"g\(String(seed, radix: 16))-\(String(size, radix: 16))\"",
+            source: .generated(seed: seed), size: size,
+            etag: "\"g\(String(seed, radix: 16))-\(String(size, radix: 16))\"",
             lastModified: Self.httpDate(version: Int(seed % 50))
         )
     }
@@ -52,7 +54,8 @@ public struct RangeContent: Sendable {
         guard stat(path, &st) == 0 else { return nil }
         let size = Int64(st.st_size)
         return RangeContent(
-            source: .file(path: path), size: size, etag: "\"f\(version)-\(String(size, radix: 16))-\(st.st_mtim.tv_sec)\"",
+            source: .file(path: path), size: size,
+            etag: "\"f\(version)-\(String(size, radix: 16))-\(st.st_mtim.tv_sec)\"",
             lastModified: Self.httpDate(version: version)
         )
     }

@@ -39,7 +39,9 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             for (name, value) in plan.headers { headers.add(name: name, value: value) }
             if !keepAlive { headers.add(name: "Connection", value: "close") }
             let status = HTTPResponseStatus(statusCode: plan.status)
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: h.version, status: status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: h.version, status: status, headers: headers))),
+                promise: nil)
             stream = plan
             sent = 0
             started = .now()
@@ -103,7 +105,8 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer()))), promise: nil)
             if reset, let provider = context.channel as? any SocketOptionProvider {
                 let channel = context.channel
-                provider.setSoLinger(NIOLinger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+                provider.setSoLinger(NIOLinger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil)
+                }
             } else {
                 context.close(promise: nil)
             }

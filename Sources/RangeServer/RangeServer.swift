@@ -59,7 +59,9 @@ public final class RangeServer: Sendable {
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let context { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(RangeHandler(box: box))
                 }
@@ -164,7 +166,9 @@ public final class RangeServer: Sendable {
             headers.append(("ETag", weak ? "W/" + content.etag : content.etag))
             headers.append(("Last-Modified", content.lastModified))
         }
-        if case .unavailable(let after, _)? = take(&s, { if case .unavailable = $0 { return true } else { return false } }) {
+        if case .unavailable(let after, _)? = take(
+            &s, { if case .unavailable = $0 { return true } else { return false } })
+        {
             return ResponsePlan(
                 status: 503, headers: [("Retry-After", "\(after)"), ("Content-Length", "0")], content: nil, index: index
             )
@@ -179,11 +183,15 @@ public final class RangeServer: Sendable {
             range = .unsatisfiable
         }
         if !ignorePre && !none {
-            if let m = request.ifMatch, m != "*", !m.split(separator: ",").contains(where: { $0.trimmed == content.etag }) || weak {
-                return ResponsePlan(status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
+            if let m = request.ifMatch, m != "*",
+                !m.split(separator: ",").contains(where: { $0.trimmed == content.etag }) || weak
+            {
+                return ResponsePlan(
+                    status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
             }
             if let since = request.ifUnmodifiedSince, since != content.lastModified {
-                return ResponsePlan(status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
+                return ResponsePlan(
+                    status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
             }
             if let ifRange = request.ifRange, ifRange != content.etag || weak, ifRange != content.lastModified {
                 range = nil
@@ -193,12 +201,14 @@ public final class RangeServer: Sendable {
         switch range {
         case .unsatisfiable:
             return ResponsePlan(
-                status: 416, headers: headers + [("Content-Range", "bytes */\(content.size)"), ("Content-Length", "0")],
+                status: 416,
+                headers: headers + [("Content-Range", "bytes */\(content.size)"), ("Content-Length", "0")],
                 content: nil, index: index
             )
         case .range(var first, let last):
             if first > 0,
-                case .earlierStart(let by, _)? = take(&s, { if case .earlierStart = $0 { return true } else { return false } })
+                case .earlierStart(let by, _)? = take(
+                    &s, { if case .earlierStart = $0 { return true } else { return false } })
             {
                 first = max(0, first - by)
             }
@@ -229,7 +239,9 @@ public final class RangeServer: Sendable {
         state.withLock { s in
             var allowed = n
             var replaced = false
-            if let i = s.faults.firstIndex(where: { if case .replace = $0.fault { return $0.remaining > 0 } else { return false } }),
+            if let i = s.faults.firstIndex(where: {
+                if case .replace = $0.fault { return $0.remaining > 0 } else { return false }
+            }),
                 case .replace(let after, let next) = s.faults[i].fault
             {
                 if s.bytesServed + n >= after {

@@ -49,13 +49,17 @@ struct ModemManagerReader: BusHintReader {
         let mm = ModemManagerHints.self
         var byName: [String: LinkHint] = [:]
         for modem in try bus.managedObjects(mm.service, mm.root).prefix(64) {
-            guard let state = (try? bus.property(mm.service, modem, mm.service + ".Modem.Modem3gpp", "RegistrationState"))?
-                .uint32,
+            guard
+                let state =
+                    (try? bus.property(mm.service, modem, mm.service + ".Modem.Modem3gpp", "RegistrationState"))?
+                    .uint32,
                 let hint = ModemRegistration.hint(registrationState: state)
             else { continue }
             let bearers = (try? bus.property(mm.service, modem, mm.service + ".Modem", "Bearers"))?.strings ?? []
             for bearer in bearers.prefix(16) {
-                guard let interface = (try? bus.property(mm.service, bearer, mm.service + ".Bearer", "Interface"))?.string,
+                guard
+                    let interface = (try? bus.property(mm.service, bearer, mm.service + ".Bearer", "Interface"))?
+                        .string,
                     !interface.isEmpty
                 else { continue }
                 byName[interface] = hint

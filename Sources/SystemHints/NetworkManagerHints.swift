@@ -4,7 +4,7 @@ import Links
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// NetworkManager's view of links over D-Bus: per device `Metered`, the active access point's SSID and
@@ -207,8 +207,9 @@ struct NetworkManagerReader: BusHintReader {
 
     mutating func read(_ bus: SystemBus) throws(BusError) -> LinkHints {
         let nm = NetworkManagerHints.self
-        let global = NetworkManagerMetered(
-            rawValue: (try? bus.property(nm.service, nm.root, nm.service, "Metered"))?.uint32 ?? 0) ?? .unknown
+        let global =
+            NetworkManagerMetered(
+                rawValue: (try? bus.property(nm.service, nm.root, nm.service, "Metered"))?.uint32 ?? 0) ?? .unknown
         let primaryDevices = Set(primaryConnectionDevices(bus))
         let paths = try bus.property(nm.service, nm.root, nm.service, "Devices").strings ?? []
         var devices: [String: NetworkManagerDevice] = [:]

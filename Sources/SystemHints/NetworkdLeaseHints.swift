@@ -5,7 +5,7 @@ import Links
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Hints from systemd-networkd's DHCP leases, event-driven: inotify on the lease directory; every change
@@ -25,8 +25,10 @@ public struct NetworkdLeaseHints: LinkHintSource {
         return PollThread.stream(named: "mw-networkd", bufferingPolicy: .bufferingNewest(1)) { waiter in
             let watch = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
             defer { if watch >= 0 { close(watch) } }
-            let added = watch >= 0
-                ? inotify_add_watch(watch, directory, UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM))
+            let added =
+                watch >= 0
+                ? inotify_add_watch(
+                    watch, directory, UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM))
                 : -1
             var last = Self.readLeases(directory)
             waiter.yield(last)

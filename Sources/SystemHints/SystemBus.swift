@@ -1,7 +1,7 @@
 import CSystemdBus
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A value read from a D-Bus property (the few types NetworkManager's properties use here).

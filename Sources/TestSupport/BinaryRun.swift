@@ -11,21 +11,25 @@ public struct BinaryRun: Sendable {
     public var signaled = false
 
     /// Runs to completion.
-    public static func run(_ arguments: [String], executable: String = RepoPaths.binary,
-                           prefix: [String] = []) throws -> BinaryRun {
+    public static func run(
+        _ arguments: [String], executable: String = RepoPaths.binary,
+        prefix: [String] = []
+    ) throws -> BinaryRun {
         let process = Process()
         let argv = prefix + [executable] + arguments
         process.executableURL = URL(fileURLWithPath: argv[0])
         process.arguments = Array(argv.dropFirst())
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
         let errorReader = Thread.detachNewThreadReader(err)
         let output = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return BinaryRun(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                         stderr: errorReader.text(), signaled: process.terminationReason == .uncaughtSignal)
+        return BinaryRun(
+            status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+            stderr: errorReader.text(), signaled: process.terminationReason == .uncaughtSignal)
     }
 }
 
@@ -64,8 +68,10 @@ public final class LineCollector: Sendable {
     public var received: [(at: Date, line: String)] { lines.all }
 
     /// Waits until a line satisfies `predicate` (checked every 2 ms), up to `timeout`.
-    public func waitForLine(after index: Int = 0, timeout: Duration = .seconds(15),
-                            _ predicate: (String) -> Bool) async -> (at: Date, line: String)? {
+    public func waitForLine(
+        after index: Int = 0, timeout: Duration = .seconds(15),
+        _ predicate: (String) -> Bool
+    ) async -> (at: Date, line: String)? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let all = received

@@ -39,17 +39,23 @@ public enum TestSnapshots {
     /// `wlan0` (index 2) and `wwan0` (index 3), the ones in `up` up with a default route each; the
     /// primary's route has the lower metric.
     public static func radios(up: [String], primary: String?) -> LinkSnapshot {
-        let specs: [(String, LinkKind, String)] = [("wlan0", .wlan, "10.77.1.2/24"), ("wwan0", .wwan, "10.77.2.2/24"),
-                                                   ("eth0", .ethernet, "10.77.3.2/24")]
+        let specs: [(String, LinkKind, String)] = [
+            ("wlan0", .wlan, "10.77.1.2/24"), ("wwan0", .wwan, "10.77.2.2/24"),
+            ("eth0", .ethernet, "10.77.3.2/24"),
+        ]
         var links: [Link] = []
         var routes: [DefaultRoute] = []
         for (offset, (name, kind, address)) in specs.enumerated() {
             let isUp = up.contains(name)
-            links.append(Link(index: offset + 2, name: name, kind: kind, kindSource: "test", up: isUp, running: isUp,
-                              ipv4: isUp ? [address] : []))
+            links.append(
+                Link(
+                    index: offset + 2, name: name, kind: kind, kindSource: "test", up: isUp, running: isUp,
+                    ipv4: isUp ? [address] : []))
             if isUp {
-                routes.append(DefaultRoute(family: .ipv4, linkIndex: offset + 2, link: name,
-                                           metric: name == primary ? 100 : 600 + offset))
+                routes.append(
+                    DefaultRoute(
+                        family: .ipv4, linkIndex: offset + 2, link: name,
+                        metric: name == primary ? 100 : 600 + offset))
             }
         }
         return LinkSnapshot(links: links, defaultRoutes: routes)

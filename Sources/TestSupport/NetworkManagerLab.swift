@@ -33,7 +33,8 @@ public final class NetworkManagerLab: @unchecked Sendable {
         let missing = needed.filter { !FileManager.default.isExecutableFile(atPath: $0.0) }
         guard missing.isEmpty else {
             let packages = Set(missing.map(\.1)).sorted().joined(separator: " ")
-            return "a private NetworkManager needs \(missing.map(\.0).joined(separator: ", ")) (apt-get install \(packages))"
+            return
+                "a private NetworkManager needs \(missing.map(\.0).joined(separator: ", ")) (apt-get install \(packages))"
         }
         return nil
     }
@@ -64,21 +65,27 @@ public final class NetworkManagerLab: @unchecked Sendable {
     }
 
     private func start() async throws {
-        try Command.run(["ip", "link", "add", "wlan0", "netns", device.name, "type", "veth", "peer", "name", "ap0",
-                         "netns", accessPoint.name])
+        try Command.run([
+            "ip", "link", "add", "wlan0", "netns", device.name, "type", "veth", "peer", "name", "ap0",
+            "netns", accessPoint.name,
+        ])
         try accessPoint.ip("addr", "add", "\(gateway)/24", "dev", "ap0")
         try accessPoint.ip("link", "set", "ap0", "up")
         try await startBus()
-        try await spawn(["ip", "netns", "exec", accessPoint.name,
-            "dnsmasq", "--keep-in-foreground", "--interface=ap0", "--bind-interfaces", "--except-interface=lo",
-            "--port=0", "--dhcp-range=10.88.0.50,10.88.0.99,1h", "--dhcp-option-force=43,ANDROID_METERED",
-            "--dhcp-option=3,\(gateway)", "--no-resolv", "--no-hosts", "--pid-file=\(directory)/dnsmasq.pid",
-            "--dhcp-leasefile=\(directory)/dnsmasq.leases",
-        ], log: "dnsmasq.log")
+        try await spawn(
+            [
+                "ip", "netns", "exec", accessPoint.name,
+                "dnsmasq", "--keep-in-foreground", "--interface=ap0", "--bind-interfaces", "--except-interface=lo",
+                "--port=0", "--dhcp-range=10.88.0.50,10.88.0.99,1h", "--dhcp-option-force=43,ANDROID_METERED",
+                "--dhcp-option=3,\(gateway)", "--no-resolv", "--no-hosts", "--pid-file=\(directory)/dnsmasq.pid",
+                "--dhcp-leasefile=\(directory)/dnsmasq.leases",
+            ], log: "dnsmasq.log")
         try await startNetworkManager()
         try nmcli(["device", "set", "wlan0", "managed", "yes"])
-        try nmcli(["connection", "add", "type", "ethernet", "ifname", "wlan0", "con-name", profile,
-                   "ipv4.method", "auto", "ipv6.method", "ignore", "connection.autoconnect", "no"])
+        try nmcli([
+            "connection", "add", "type", "ethernet", "ifname", "wlan0", "con-name", profile,
+            "ipv4.method", "auto", "ipv6.method", "ignore", "connection.autoconnect", "no",
+        ])
         try nmcli(["--wait", "20", "connection", "up", profile])
     }
 
@@ -123,16 +130,16 @@ public final class NetworkManagerLab: @unchecked Sendable {
     /// in /run and /var/lib, so the machine's own (if any) is never touched.
     private func startNetworkManager() async throws {
         try """
-            [main]
-            plugins=keyfile
-            no-auto-default=*
-            dhcp=internal
-            dns=none
-            [keyfile]
-            path=\(directory)/connections
-            [logging]
-            level=WARN
-            """.write(toFile: directory + "/nm.conf", atomically: true, encoding: .utf8)
+        [main]
+        plugins=keyfile
+        no-auto-default=*
+        dhcp=internal
+        dns=none
+        [keyfile]
+        path=\(directory)/connections
+        [logging]
+        level=WARN
+        """.write(toFile: directory + "/nm.conf", atomically: true, encoding: .utf8)
         let script = """
             set -e
             mkdir -p /run/udev /run/NetworkManager /var/lib/NetworkManager
@@ -144,8 +151,9 @@ public final class NetworkManagerLab: @unchecked Sendable {
             udevadm settle -t 10 || true
             exec NetworkManager --no-daemon --config=\(directory)/nm.conf
             """
-        let pid = try await spawn(["ip", "netns", "exec", device.name, "sh", "-c", script], log: "nm.log",
-                            environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
+        let pid = try await spawn(
+            ["ip", "netns", "exec", device.name, "sh", "-c", script], log: "nm.log",
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
         let log = directory + "/nm.log"
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {

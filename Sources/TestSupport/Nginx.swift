@@ -13,7 +13,9 @@ public final class Nginx: @unchecked Sendable {
 
     /// The nginx binary, or nil when nginx is not installed (`apt-get install nginx-light`).
     public static var binary: String? {
-        ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     /// Why nginx tests cannot run here, or nil when they can.
@@ -126,7 +128,9 @@ public final class Nginx: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

@@ -14,9 +14,11 @@ public enum RepoPaths {
     /// `swift test` runs). Looks next to the test bundle first.
     public static var binary: String {
         let bundleDir = Bundle.main.bundleURL.deletingLastPathComponent()
-        for candidate in [bundleDir.appendingPathComponent("meterwise").path,
-                          Bundle.main.bundleURL.appendingPathComponent("meterwise").path,
-                          root.appendingPathComponent(".build/debug/meterwise").path]
+        for candidate in [
+            bundleDir.appendingPathComponent("meterwise").path,
+            Bundle.main.bundleURL.appendingPathComponent("meterwise").path,
+            root.appendingPathComponent(".build/debug/meterwise").path,
+        ]
         where FileManager.default.isExecutableFile(atPath: candidate) {
             return candidate
         }

@@ -14,12 +14,15 @@ public enum TestNeeds {
     /// Why tests that act as another local user (root running `runuser -u nobody`) cannot run here.
     public static let otherUserUnavailable: String? = {
         guard geteuid() == 0 else { return "needs root to act as user nobody with runuser (CI runs as root)" }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else { return "no /usr/sbin/runuser (util-linux)" }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else {
+            return "no /usr/sbin/runuser (util-linux)"
+        }
         guard getpwnam("nobody") != nil, getgrnam("nogroup") != nil else { return "no user nobody or group nogroup" }
         return nil
     }()
     /// Why tests that mount a small tmpfs (root) cannot run here.
-    public static let rootUnavailable: String? = geteuid() == 0 ? nil : "needs root to mount a small tmpfs (CI runs as root)"
+    public static let rootUnavailable: String? =
+        geteuid() == 0 ? nil : "needs root to mount a small tmpfs (CI runs as root)"
     /// Why TLS tests (a CA made with openssl) cannot run here, or nil when they can.
     public static let opensslUnavailable: String? = TestPKI.unavailableReason
     /// Why tests through a real proxy cannot run here, or nil when they can.
@@ -33,7 +36,8 @@ public enum TestNeeds {
 extension Trait where Self == ConditionTrait {
     /// Needs root and network namespaces (the kernel lab).
     public static var needsKernel: Self {
-        .enabled(if: TestNeeds.kernelUnavailable == nil, Comment(rawValue: "kernel: \(TestNeeds.kernelUnavailable ?? "")"))
+        .enabled(
+            if: TestNeeds.kernelUnavailable == nil, Comment(rawValue: "kernel: \(TestNeeds.kernelUnavailable ?? "")"))
     }
 
     /// Needs Debian's nginx (`apt-get install nginx-light`).
@@ -51,7 +55,9 @@ extension Trait where Self == ConditionTrait {
 
     /// Needs root, `runuser` and the user `nobody`: the other local user of the security tests.
     public static var needsOtherUser: Self {
-        .enabled(if: TestNeeds.otherUserUnavailable == nil, Comment(rawValue: "other user: \(TestNeeds.otherUserUnavailable ?? "")"))
+        .enabled(
+            if: TestNeeds.otherUserUnavailable == nil,
+            Comment(rawValue: "other user: \(TestNeeds.otherUserUnavailable ?? "")"))
     }
 
     /// Needs root (a tmpfs mount for disk-full tests).
@@ -61,7 +67,9 @@ extension Trait where Self == ConditionTrait {
 
     /// Needs openssl, to make a CA for the TLS tests.
     public static var needsOpenSSL: Self {
-        .enabled(if: TestNeeds.opensslUnavailable == nil, Comment(rawValue: "openssl: \(TestNeeds.opensslUnavailable ?? "")"))
+        .enabled(
+            if: TestNeeds.opensslUnavailable == nil, Comment(rawValue: "openssl: \(TestNeeds.opensslUnavailable ?? "")")
+        )
     }
 
     /// Needs tinyproxy, a real HTTP proxy.
@@ -71,6 +79,7 @@ extension Trait where Self == ConditionTrait {
 
     /// Needs the built `meterwise` binary.
     public static var needsBinary: Self {
-        .enabled(if: TestNeeds.binaryUnavailable == nil, Comment(rawValue: "binary: \(TestNeeds.binaryUnavailable ?? "")"))
+        .enabled(
+            if: TestNeeds.binaryUnavailable == nil, Comment(rawValue: "binary: \(TestNeeds.binaryUnavailable ?? "")"))
     }
 }

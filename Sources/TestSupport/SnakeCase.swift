@@ -43,7 +43,8 @@ public enum SnakeCase {
     /// itself a violation (a `--json` output prints nothing else).
     public static func violations(inLines text: String, source: String) -> [String] {
         text.split(separator: "\n").flatMap { line -> [String] in
-            guard let json = try? JSONSerialization.jsonObject(with: Data(line.utf8), options: [.fragmentsAllowed]) else {
+            guard let json = try? JSONSerialization.jsonObject(with: Data(line.utf8), options: [.fragmentsAllowed])
+            else {
                 return ["\(source): not JSON: \(line.prefix(120))"]
             }
             return violations(in: json, path: source)

@@ -41,7 +41,8 @@ public final class TestPKI: Sendable {
 
     /// A server configuration presenting `NAME.crt`; with `clientCA`, client certificates signed by it are
     /// required (mTLS).
-    public func serverTLS(_ name: String = "server", requireClientCertificate: Bool = false) throws -> TLSConfiguration {
+    public func serverTLS(_ name: String = "server", requireClientCertificate: Bool = false) throws -> TLSConfiguration
+    {
         var c = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(path(name + ".crt")).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: path(name + ".key"), format: .pem)))

@@ -1,10 +1,10 @@
 import BlockingIO
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// The one primitive for blocking sources: its thread ends, and every descriptor it opened is closed, when
@@ -15,7 +15,8 @@ import TestSupport
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         var open: [Int32: String] = [:]
         for name in names {
-            guard let fd = Int32(name), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")
+            guard let fd = Int32(name),
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")
             else { continue }
             open[fd] = target
         }
@@ -87,7 +88,9 @@ import TestSupport
         consumer.cancel()
         await consumer.value
         #expect(await eventually { Self.threads(named: name) == 0 }, "the thread did not end on cancellation")
-        #expect(await eventually { Self.opened(since: before).isEmpty }, "descriptors leaked: \(Self.opened(since: before))")
+        #expect(
+            await eventually { Self.opened(since: before).isEmpty }, "descriptors leaked: \(Self.opened(since: before))"
+        )
     }
 
     @Test func droppingTheStreamEndsTheThreadAndClosesItsDescriptors() async throws {
@@ -101,8 +104,11 @@ import TestSupport
             #expect(Self.threads(named: name) == 1)
             #expect(Self.opened(since: before).filter { $0.value.hasPrefix("pipe:") }.count == 2)
         }
-        #expect(await eventually { Self.threads(named: name) == 0 }, "the thread did not end when the consumer went away")
-        #expect(await eventually { Self.opened(since: before).isEmpty }, "descriptors leaked: \(Self.opened(since: before))")
+        #expect(
+            await eventually { Self.threads(named: name) == 0 }, "the thread did not end when the consumer went away")
+        #expect(
+            await eventually { Self.opened(since: before).isEmpty }, "descriptors leaked: \(Self.opened(since: before))"
+        )
     }
 
     @Test func everyEventIsDeliveredInOrder() async throws {

@@ -27,8 +27,9 @@ import Testing
 
     /// curl as `nobody` on the daemon's socket.
     static func curlAsNobody(_ daemon: DaemonProcess, _ arguments: [String]) throws -> BinaryRun {
-        try BinaryRun.run(["-sS", "--max-time", "5", "--unix-socket", daemon.socket] + arguments,
-                          executable: "/usr/bin/curl", prefix: SecurityTests.asNobody)
+        try BinaryRun.run(
+            ["-sS", "--max-time", "5", "--unix-socket", daemon.socket] + arguments,
+            executable: "/usr/bin/curl", prefix: SecurityTests.asNobody)
     }
 
     static func write(_ text: String, to directory: URL, _ name: String) throws -> String {
@@ -55,19 +56,23 @@ import Testing
         let server = try await RangeServer.start(content: .generated(size: 64 << 20, seed: 41))
         let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
         let policy = try Self.write(Self.slowWifiPolicy, to: base, "slow.yaml")
-        let daemon = try DaemonProcess(directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
+        let daemon = try DaemonProcess(
+            directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         let add = try daemon.cli(["add", server.url("/big.bin"), "-o", shared.appendingPathComponent("big.bin").path])
         #expect(add.status == 0, "\(add.stderr)")
         let jobID = try #require(try daemon.jobs().first.flatMap { ($0["job"] as? [String: Any])?["id"] as? String })
 
-        for target in ["/v1/decision?=", "/v1/decision?priority=-9223372036854775808", "/v1/events?=&=",
-                       "/v1/decision?size=1&size=2", "/v1/decision?%zz"] {
+        for target in [
+            "/v1/decision?=", "/v1/decision?priority=-9223372036854775808", "/v1/events?=&=",
+            "/v1/decision?size=1&size=2", "/v1/decision?%zz",
+        ] {
             let run = try Self.curlAsNobody(daemon, ["-o", "/dev/null", "-w", "%{http_code}", "http://x" + target])
             #expect(run.stdout == "400", "\(target): \(run.stdout) \(run.stderr)")
         }
-        let usage = try Self.curlAsNobody(daemon, ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?=1"])
+        let usage = try Self.curlAsNobody(
+            daemon, ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?=1"])
         #expect(usage.stdout.contains("has no name"), "\(usage.stdout)")
 
         // Reports from nobody while root's job moves bytes: each counts what the machine really received, on
@@ -82,8 +87,10 @@ import Testing
         chmod(script, 0o644)
         let seed = SplitMix.seed(from: "METERWISE_API_FUZZ_SEED") % (1 << 32)
         let fuzz = try BinaryRun.run(
-            [script, daemon.socket, "--seed", "\(seed)", "--count", "3000",
-             "--seconds", "150", "--job", jobID],
+            [
+                script, daemon.socket, "--seed", "\(seed)", "--count", "3000",
+                "--seconds", "150", "--job", jobID,
+            ],
             executable: "/usr/bin/python3", prefix: SecurityTests.asNobody)
         print(fuzz.stdout)
         #expect(fuzz.status == 0, "\(fuzz.stdout)\(fuzz.stderr)")
@@ -104,7 +111,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: base) }
         let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.cellularForAnHour)
         let policy = try Self.write(Self.cellPolicy, to: base, "cell.yaml")
-        let daemon = try DaemonProcess(directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
+        let daemon = try DaemonProcess(
+            directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         let question = "/v1/decision?size=1000&allow_metered=true"
@@ -113,7 +121,8 @@ import Testing
 
         for _ in 0..<3 {
             let report = try Self.curlAsNobody(
-                daemon, ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?size=1000&allow_metered=true"])
+                daemon,
+                ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?size=1000&allow_metered=true"])
             let body = try #require(
                 try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any], "\(report.stdout)")
             let counted = try #require(body["counted_bytes"] as? Int, "\(body)")
@@ -121,7 +130,8 @@ import Testing
             #expect(body["action"] as? String == "run", "\(body)")
         }
         let after = try daemon.api(question)
-        #expect(after.stdout.contains("\"action\":\"run\"") && after.stdout.contains("cell-allowance"), "\(after.stdout)")
+        #expect(
+            after.stdout.contains("\"action\":\"run\"") && after.stdout.contains("cell-allowance"), "\(after.stdout)")
     }
 
     /// With `per_user: yes`, what `nobody` reports — even bytes that really crossed the link — spends only
@@ -133,7 +143,8 @@ import Testing
         let policy = try Self.write(
             Self.cellPolicy.replacingOccurrences(of: "period: daily }", with: "period: daily, per_user: yes }"),
             to: base, "cell.yaml")
-        let daemon = try DaemonProcess(directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
+        let daemon = try DaemonProcess(
+            directory: base, scenario: scenario, policy: policy, extra: ["--group", "nogroup"])
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         let question = "http://x/v1/decision?size=1000&allow_metered=true"
@@ -145,13 +156,17 @@ import Testing
         let fetch = try BinaryRun.run(["-sS", "-o", "/dev/null", server.url("/f")], executable: "/usr/bin/curl")
         #expect(fetch.status == 0, "\(fetch.stderr)")
         let report = try Self.curlAsNobody(
-            daemon, ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?size=1000&allow_metered=true"])
-        let body = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any], "\(report.stdout)")
+            daemon,
+            ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?size=1000&allow_metered=true"])
+        let body = try #require(
+            try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any], "\(report.stdout)")
         #expect((body["counted_bytes"] as? Int ?? 0) >= 6 << 20, "\(body)")
         #expect(body["action"] as? String == "pause", "\(body)")
         let nobodyAsks = try Self.curlAsNobody(daemon, [question])
         #expect(nobodyAsks.stdout.contains("budget cell is used up"), "\(nobodyAsks.stdout)")
         let rootAsks = try daemon.api("/v1/decision?size=1000&allow_metered=true")
-        #expect(rootAsks.stdout.contains("\"action\":\"run\"") && !rootAsks.stdout.contains("used up"), "\(rootAsks.stdout)")
+        #expect(
+            rootAsks.stdout.contains("\"action\":\"run\"") && !rootAsks.stdout.contains("used up"), "\(rootAsks.stdout)"
+        )
     }
 }

@@ -31,8 +31,10 @@ import Testing
     }
 
     @Test func scenarioWatchShowsPrimaryMoves() throws {
-        let run = try BinaryRun.run(["links", "--watch", "--json", "--scenario", RepoPaths.file("scenarios/commute.yaml"),
-                                     "--speed", "20"])
+        let run = try BinaryRun.run([
+            "links", "--watch", "--json", "--scenario", RepoPaths.file("scenarios/commute.yaml"),
+            "--speed", "20",
+        ])
         #expect(run.status == 0, "\(run.stderr)")
         let primaries = run.stdout.split(separator: "\n").compactMap { line -> String? in
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
@@ -44,7 +46,8 @@ import Testing
 
     @Test func badScenarioSaysWhereAndExitsNonZero() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(getpid()).yaml")
-        try "links:\n  wlan0: { kind: radio }\nsteps:\n  - { at: 0s }\n".write(to: file, atomically: true, encoding: .utf8)
+        try "links:\n  wlan0: { kind: radio }\nsteps:\n  - { at: 0s }\n".write(
+            to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let run = try BinaryRun.run(["links", "--scenario", file.path])
         #expect(run.status != 0)
@@ -61,8 +64,10 @@ import Testing
     @Test(.needsKernel) func watchInNamespaceSeesLinkDown() async throws {
         let uplinks = try VethUplinks.create(prefix: "mwcli")
         defer { uplinks.delete() }
-        let watcher = try LineCollector(["/usr/sbin/ip", "netns", "exec", uplinks.device.name, RepoPaths.binary,
-                                         "links", "--watch", "--json"])
+        let watcher = try LineCollector([
+            "/usr/sbin/ip", "netns", "exec", uplinks.device.name, RepoPaths.binary,
+            "links", "--watch", "--json",
+        ])
         defer { watcher.stop() }
         // Generous: the whole suite runs in parallel on two cores, and the binary starts inside `ip netns exec`.
         let first = await watcher.waitForLine(timeout: .seconds(30)) { $0.contains("\"primary\":\"wlan0\"") }
@@ -70,7 +75,9 @@ import Testing
         let count = watcher.received.count
         let downAt = Date()
         try uplinks.device.ip("link", "set", "wlan0", "down")
-        let change = await watcher.waitForLine(after: count, timeout: .seconds(15)) { $0.contains("\"primary\":\"wwan0\"") }
+        let change = await watcher.waitForLine(after: count, timeout: .seconds(15)) {
+            $0.contains("\"primary\":\"wwan0\"")
+        }
         let hit = try #require(change, "no line with primary wwan0 after wlan0 went down")
         // Latency goals live in bench/links; here only a sanity bound for a loaded CI machine.
         #expect(hit.at.timeIntervalSince(downAt) < 5)

@@ -1,7 +1,7 @@
 import Foundation
 import Lab
-import Testing
 import TestSupport
+import Testing
 
 /// `meterwise check` and `GET /v1/decision` against a daemon on a scenario: the exit code follows the
 /// policy's answer for the live link, and says which rule.
@@ -10,20 +10,23 @@ import TestSupport
         let directory = URL(fileURLWithPath: "/tmp/mwc-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try DaemonProcess(directory: directory, scenario: try DaemonProcess.scenario(in: directory, scenarioText))
+        let daemon = try DaemonProcess(
+            directory: directory, scenario: try DaemonProcess.scenario(in: directory, scenarioText))
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         try await body(daemon)
     }
 
     @Test func onAMeteredPrimaryADownloadMustWaitAndTheRuleIsNamed() async throws {
-        try await withDaemon("""
+        try await withDaemon(
+            """
             links:
               wwan0: { kind: wwan }
             steps:
               - { at: 0s, up: [wwan0], primary: wwan0 }
             end: 1h
-            """) { daemon in
+            """
+        ) { daemon in
             #expect(await eventually { (try? daemon.cli(["check", "--size", "700MiB"]).status) == 1 })
             let check = try daemon.cli(["check", "--size", "700MiB", "--tag", "apt", "--json"])
             #expect(check.status == 1)
@@ -55,8 +58,9 @@ import TestSupport
         let uplinks = try VethUplinks.create(prefix: "mwchk")
         defer { uplinks.delete() }
         func check() throws -> BinaryRun {
-            try BinaryRun.run(["check", "--size", "700MiB", "--local", "--policy", RepoPaths.file("policies/default.yaml")],
-                              prefix: ["/usr/sbin/ip", "netns", "exec", uplinks.device.name])
+            try BinaryRun.run(
+                ["check", "--size", "700MiB", "--local", "--policy", RepoPaths.file("policies/default.yaml")],
+                prefix: ["/usr/sbin/ip", "netns", "exec", uplinks.device.name])
         }
         let onWifi = try check()
         #expect(onWifi.status == 0, "\(onWifi.stderr)")

@@ -29,7 +29,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: base) }
         let planted = shared.appendingPathComponent("planted.sock").path
         let record = shared.appendingPathComponent("received").path
-        let listener = try LineCollector(SecurityTests.asNobody + ["/usr/bin/python3", "-c", Self.plantedListener, planted, record])
+        let listener = try LineCollector(
+            SecurityTests.asNobody + ["/usr/bin/python3", "-c", Self.plantedListener, planted, record])
         defer { listener.stop() }
         #expect(await listener.waitForLine { $0 == "listening" } != nil)
         // The path's owner proves nothing: root's own, and the listener is still nobody's.
@@ -39,10 +40,18 @@ import Testing
 
         let secret = "http://alice:s3cr3t@127.0.0.1:9/x.bin"
         let attempts: [(String, BinaryRun)] = [
-            ("add --socket", try BinaryRun.run(["add", secret, "-o", shared.appendingPathComponent("x.bin").path, "--socket", planted])),
+            (
+                "add --socket",
+                try BinaryRun.run([
+                    "add", secret, "-o", shared.appendingPathComponent("x.bin").path, "--socket", planted,
+                ])
+            ),
             ("list via a symlink", try BinaryRun.run(["list", "--socket", link])),
-            ("status via $METERWISE_SOCKET", try BinaryRun.run(
-                ["METERWISE_SOCKET=" + link, RepoPaths.binary, "status"], executable: "/usr/bin/env")),
+            (
+                "status via $METERWISE_SOCKET",
+                try BinaryRun.run(
+                    ["METERWISE_SOCKET=" + link, RepoPaths.binary, "status"], executable: "/usr/bin/env")
+            ),
             ("watch", try BinaryRun.run(["watch", "--socket", link])),
         ]
         for (what, run) in attempts {

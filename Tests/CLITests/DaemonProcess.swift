@@ -7,15 +7,20 @@ final class DaemonProcess: Sendable {
     let process: Process
     var socket: String { directory.appendingPathComponent("d.sock").path }
 
-    init(directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml"),
-         extra: [String] = [], environment: [String: String] = [:]) throws {
+    init(
+        directory: URL, scenario: String, policy: String = RepoPaths.file("policies/default.yaml"),
+        extra: [String] = [], environment: [String: String] = [:]
+    ) throws {
         self.directory = directory
         process = Process()
         process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
-        process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
-                             "--state", directory.appendingPathComponent("state").path,
-                             "--socket", directory.appendingPathComponent("d.sock").path,
-                             "--policy", policy] + extra
+        process.arguments =
+            [
+                "daemon", "--links", "scenario", "--scenario", scenario,
+                "--state", directory.appendingPathComponent("state").path,
+                "--socket", directory.appendingPathComponent("d.sock").path,
+                "--policy", policy,
+            ] + extra
         process.standardOutput = FileHandle.nullDevice
         // Its log (stderr), appended to across restarts in one directory: what a test may wait for.
         let logPath = directory.appendingPathComponent("daemon.log").path

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// TLS and proxies for daemon jobs: a certificate failure fails the job at once with what to fix, and
 /// `resume` tries again once trust is fixed; a job's CA file is read with its owner's rights.
@@ -31,7 +31,8 @@ struct DaemonTLSTests {
         #expect(add.status == 0, "\(add.stderr)")
         let added = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
         let id = try #require((added?["job"] as? [String: Any])?["id"] as? String)
-        #expect(await eventually(timeout: .seconds(10)) { (try? Self.job(daemon, id))??["state"] as? String == "failed" })
+        #expect(
+            await eventually(timeout: .seconds(10)) { (try? Self.job(daemon, id))??["state"] as? String == "failed" })
         let failed = try #require(try Self.job(daemon, id))
         let error = failed["error"] as? String ?? ""
         #expect(error.contains("not signed by the CAs of ca_file \(trust)"), "\(error)")
@@ -43,7 +44,9 @@ struct DaemonTLSTests {
         try FileManager.default.copyItem(atPath: pki.path("ca.crt"), toPath: trust)
         let resume = try daemon.cli(["resume", id])
         #expect(resume.status == 0, "\(resume.stderr)")
-        #expect(await eventually(timeout: .seconds(20)) { (try? Self.job(daemon, id))??["state"] as? String == "completed" })
+        #expect(
+            await eventually(timeout: .seconds(20)) { (try? Self.job(daemon, id))??["state"] as? String == "completed" }
+        )
         #expect(try SecurityTests.sha256(out) == content.sha256Hex())
     }
 
@@ -63,23 +66,33 @@ struct DaemonTLSTests {
             "add", "https://127.0.0.1:9/x.bin", "-o", shared.appendingPathComponent("x.bin").path, "--cacert", secret,
         ])
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("ca_file \(secret) cannot be read as uid \(SecurityTests.nobody)"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("ca_file \(secret) cannot be read as uid \(SecurityTests.nobody)"),
+            "\(refused.stderr)")
         // A proxy's password is never shown back, to anyone.
         let proxied = try daemon.cliAsNobody([
             "add", "http://127.0.0.1:9/p.bin", "-o", shared.appendingPathComponent("p.bin").path,
             "--proxy", "http://fleet:s3cretpw@127.0.0.1:9", "--json",
         ])
         #expect(proxied.status == 0, "\(proxied.stderr)")
-        #expect(!proxied.stdout.contains("s3cretpw") && proxied.stdout.contains("<redacted>@127.0.0.1:9"), "\(proxied.stdout)")
-        #expect(proxied.stdout.contains("\"via_proxy\":\"http:\\/\\/fleet:<redacted>@127.0.0.1:9\"")
-            || proxied.stdout.contains("\"via_proxy\":\"http://fleet:<redacted>@127.0.0.1:9\""), "\(proxied.stdout)")
+        #expect(
+            !proxied.stdout.contains("s3cretpw") && proxied.stdout.contains("<redacted>@127.0.0.1:9"),
+            "\(proxied.stdout)")
+        #expect(
+            proxied.stdout.contains("\"via_proxy\":\"http:\\/\\/fleet:<redacted>@127.0.0.1:9\"")
+                || proxied.stdout.contains("\"via_proxy\":\"http://fleet:<redacted>@127.0.0.1:9\""), "\(proxied.stdout)"
+        )
         // The job's own `proxy` is shown the same way as `via_proxy` (issue 23: they differed).
         let shown = try JSONSerialization.jsonObject(with: Data(proxied.stdout.utf8)) as? [String: Any]
-        #expect((shown?["job"] as? [String: Any])?["proxy"] as? String == shown?["via_proxy"] as? String, "\(proxied.stdout)")
+        #expect(
+            (shown?["job"] as? [String: Any])?["proxy"] as? String == shown?["via_proxy"] as? String,
+            "\(proxied.stdout)")
         #expect(!(try daemon.cli(["list", "--json"]).stdout.contains("s3cretpw")))
         // Root may use the same file for its own job.
-        let mine = try daemon.cli(["add", "https://127.0.0.1:9/y.bin", "-o", rootOnly.appendingPathComponent("y.bin").path,
-                                   "--cacert", secret])
+        let mine = try daemon.cli([
+            "add", "https://127.0.0.1:9/y.bin", "-o", rootOnly.appendingPathComponent("y.bin").path,
+            "--cacert", secret,
+        ])
         #expect(mine.status == 0, "\(mine.stderr)")
     }
 }

@@ -13,22 +13,27 @@ import Testing
         let directory = URL(fileURLWithPath: "/tmp/mwd-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await RangeServer.start(content: .generated(size: 6 << 20, seed: 99),
-                                                 faults: [.throttle(bytesPerSecond: 1 << 20)])
+        let server = try await RangeServer.start(
+            content: .generated(size: 6 << 20, seed: 99),
+            faults: [.throttle(bytesPerSecond: 1 << 20)])
         let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
 
         var daemon = try DaemonProcess(directory: directory, scenario: scenario)
         #expect(await daemon.waitUntilListening(), "the daemon did not create its socket")
         for name in ["a.bin", "b.bin", "c.bin"] {
-            let add = try daemon.cli(["add", server.url("/\(name)"), "-o", directory.appendingPathComponent(name).path,
-                                      "--sha256", server.content.sha256Hex()])
+            let add = try daemon.cli([
+                "add", server.url("/\(name)"), "-o", directory.appendingPathComponent(name).path,
+                "--sha256", server.content.sha256Hex(),
+            ])
             #expect(add.status == 0, "\(add.stderr)")
         }
         // Let every transfer make progress and checkpoint, then kill the daemon outright.
-        #expect(await eventually(timeout: .seconds(20)) {
-            let jobs = (try? daemon.jobs()) ?? []
-            return jobs.count == 3 && (0..<3).allSatisfy { (Self.job(jobs, $0)["bytes_done"] as? Int ?? 0) > 1 << 20 }
-        }, "transfers did not progress")
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                let jobs = (try? daemon.jobs()) ?? []
+                return jobs.count == 3
+                    && (0..<3).allSatisfy { (Self.job(jobs, $0)["bytes_done"] as? Int ?? 0) > 1 << 20 }
+            }, "transfers did not progress")
         daemon.kill(SIGKILL)
         try? FileManager.default.removeItem(atPath: daemon.socket)
 
@@ -66,9 +71,12 @@ import Testing
         #expect(await daemon.waitUntilListening())
         let watcher = try LineCollector([RepoPaths.binary, "watch", "--json", "--socket", daemon.socket])
         defer { watcher.stop() }
-        #expect(await watcher.waitForLine { $0.contains("\"event\":\"links\"") && $0.contains("wwan0") } != nil,
-                "watch printed no links event")
-        let add = try daemon.cli(["add", server.url("/x.bin"), "-o", directory.appendingPathComponent("x.bin").path, "--json"])
+        #expect(
+            await watcher.waitForLine { $0.contains("\"event\":\"links\"") && $0.contains("wwan0") } != nil,
+            "watch printed no links event")
+        let add = try daemon.cli([
+            "add", server.url("/x.bin"), "-o", directory.appendingPathComponent("x.bin").path, "--json",
+        ])
         #expect(add.status == 0, "\(add.stderr)")
         let added = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
         let id = try #require((added?["job"] as? [String: Any])?["id"] as? String)
@@ -98,20 +106,23 @@ import Testing
         let policyFile = policies.appendingPathComponent("10-main.yaml")
         func writePolicy(_ rule: String) throws {
             try """
-                version: 1
-                rules:
-                  - { name: \(rule), when: { metered: yes }, action: pause }
-                """.write(to: policyFile, atomically: true, encoding: .utf8)
+            version: 1
+            rules:
+              - { name: \(rule), when: { metered: yes }, action: pause }
+            """.write(to: policyFile, atomically: true, encoding: .utf8)
         }
         try writePolicy("hold-on-cellular")
         let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policies.path)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
-        let add = try daemon.cli(["add", "http://127.0.0.1:9/x.bin", "-o", directory.appendingPathComponent("x.bin").path,
-                                  "--json"])
-        let id = try #require(((try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
-            as? [String: Any])?["id"] as? String)
+        let add = try daemon.cli([
+            "add", "http://127.0.0.1:9/x.bin", "-o", directory.appendingPathComponent("x.bin").path,
+            "--json",
+        ])
+        let id = try #require(
+            ((try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
+                as? [String: Any])?["id"] as? String)
         #expect(await eventually { (try? daemon.cli(["status", id]).stdout.contains("hold-on-cellular")) == true })
         // A broken file is not applied: the old rule stays. The daemon logs its rejection once it has read the
         // file (a reload applied would have come before that line), so the status after it shows the outcome.
@@ -122,14 +133,17 @@ import Testing
         #expect(try daemon.cli(["status", id]).stdout.contains("hold-on-cellular"))
         // A valid change is applied at once, without a restart.
         try writePolicy("wait-for-wifi")
-        #expect(await eventually { (try? daemon.cli(["status", id]).stdout.contains("wait-for-wifi")) == true },
-                "the changed policy was not reloaded")
+        #expect(
+            await eventually { (try? daemon.cli(["status", id]).stdout.contains("wait-for-wifi")) == true },
+            "the changed policy was not reloaded")
     }
 
     @Test func clientWithoutDaemonSaysWhatToDo() throws {
         let run = try BinaryRun.run(["list", "--socket", "/tmp/no-such-meterwise.sock"])
         #expect(run.status != 0)
-        #expect(run.stderr.contains("no control socket at /tmp/no-such-meterwise.sock: no daemon is running"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains("no control socket at /tmp/no-such-meterwise.sock: no daemon is running"),
+            "\(run.stderr)")
         #expect(run.stderr.contains("systemctl --user start meterwise"), "\(run.stderr)")
         // A file that is not a socket fails at once, instead of waiting for a connection timeout.
         let plain = FileManager.default.temporaryDirectory.appendingPathComponent("mw-not-a-socket-\(getpid())").path
@@ -148,8 +162,11 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
-        let daemon = try LineCollector(["/bin/sh", "-c", "cd '\(directory.path)' && exec '\(RepoPaths.binary)' daemon --links scenario "
-            + "--scenario '\(scenario)' --policy '\(RepoPaths.file("policies/default.yaml"))' --state state --socket d.sock"])
+        let daemon = try LineCollector([
+            "/bin/sh", "-c",
+            "cd '\(directory.path)' && exec '\(RepoPaths.binary)' daemon --links scenario "
+                + "--scenario '\(scenario)' --policy '\(RepoPaths.file("policies/default.yaml"))' --state state --socket d.sock",
+        ])
         defer { daemon.stop() }
         let socket = directory.appendingPathComponent("d.sock").path
         #expect(await eventually(timeout: .seconds(20)) { FileManager.default.fileExists(atPath: socket) })

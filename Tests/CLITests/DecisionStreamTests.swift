@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The event stream's answers for a question (`/v1/events?tags=...`), `check --watch`, and `run` following
 /// the daemon and counting the bytes its command receives against the policy's budget.
@@ -15,7 +15,9 @@ import TestSupport
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // Wi-Fi, then cellular alone from 3 s, then Wi-Fi again from 6 s.
-        let scenario = try DaemonProcess.scenario(in: directory, """
+        let scenario = try DaemonProcess.scenario(
+            in: directory,
+            """
             links:
               wlan0: { kind: wlan }
               wwan0: { kind: wwan }
@@ -28,8 +30,10 @@ import TestSupport
         let daemon = try DaemonProcess(directory: directory, scenario: scenario)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
-        let watch = try LineCollector([RepoPaths.binary, "check", "--tag", "apt", "--size", "700MiB", "--watch", "--json",
-                                       "--socket", daemon.socket])
+        let watch = try LineCollector([
+            RepoPaths.binary, "check", "--tag", "apt", "--size", "700MiB", "--watch", "--json",
+            "--socket", daemon.socket,
+        ])
         defer { watch.stop() }
         func action(_ line: String) -> String? {
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["action"] as? String
@@ -55,38 +59,47 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: directory) }
         let policy = directory.appendingPathComponent("policy.yaml")
         try """
-            version: 1
-            rules:
-              - name: scripts-allowance
-                when: { metered: yes, tags: [script] }
-                action: run
-                budget: { name: scripts, bytes: 2MiB, period: daily }
-              - { name: hold-metered, when: { metered: yes }, action: pause }
-            """.write(to: policy, atomically: true, encoding: .utf8)
+        version: 1
+        rules:
+          - name: scripts-allowance
+            when: { metered: yes, tags: [script] }
+            action: run
+            budget: { name: scripts, bytes: 2MiB, period: daily }
+          - { name: hold-metered, when: { metered: yes }, action: pause }
+        """.write(to: policy, atomically: true, encoding: .utf8)
         let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
         let daemon = try DaemonProcess(directory: directory, scenario: scenario, policy: policy.path)
         defer { daemon.kill(SIGTERM) }
         #expect(await daemon.waitUntilListening())
         // The command (curl, which receives with recvfrom) downloads 6 MB at 1 MB/s from a loopback server.
-        let server = try await RangeServer.start(content: .generated(size: 6_000_000, seed: 11),
-                                                 faults: [.throttle(bytesPerSecond: 1_000_000)])
+        let server = try await RangeServer.start(
+            content: .generated(size: 6_000_000, seed: 11),
+            faults: [.throttle(bytesPerSecond: 1_000_000)])
         defer { Task { try? await server.shutdown() } }
         let marker = directory.appendingPathComponent("started").path
         let run = Process()
         run.executableURL = URL(fileURLWithPath: RepoPaths.binary)
-        run.arguments = ["run", "--tag", "script", "--socket", daemon.socket, "--",
-                         "/bin/sh", "-c", "touch '\(marker)'; exec curl -s -o /dev/null \(server.url())"]
+        run.arguments = [
+            "run", "--tag", "script", "--socket", daemon.socket, "--",
+            "/bin/sh", "-c", "touch '\(marker)'; exec curl -s -o /dev/null \(server.url())",
+        ]
         let errors = Pipe()
         run.standardError = errors
         run.standardOutput = FileHandle.nullDevice
         try run.run()
-        defer { if run.isRunning { run.terminate(); run.waitUntilExit() } }
+        defer {
+            if run.isRunning {
+                run.terminate()
+                run.waitUntilExit()
+            }
+        }
         #expect(await eventually { FileManager.default.fileExists(atPath: marker) }, "the command was not started")
         // Within a report interval or two of 2 MiB, the budget is spent and the daemon says pause.
         let used = await eventually(timeout: .seconds(15)) {
             let metrics = (try? daemon.api("/metrics").stdout) ?? ""
             return metrics.split(separator: "\n").contains {
-                $0.hasPrefix("meterwise_budget_used_bytes{") && (Int64($0.split(separator: " ").last ?? "") ?? 0) >= 2 << 20
+                $0.hasPrefix("meterwise_budget_used_bytes{")
+                    && (Int64($0.split(separator: " ").last ?? "") ?? 0) >= 2 << 20
             }
         }
         #expect(used, "the command's bytes were not counted: \((try? daemon.api("/metrics").stdout) ?? "")")
@@ -96,7 +109,9 @@ import TestSupport
         run.waitUntilExit()
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(stderr.contains("started /bin/sh"), "\(stderr)")
-        #expect(stderr.contains("stopped /bin/sh (SIGSTOP)"), "the command was not stopped when the budget was spent: \(stderr)")
+        #expect(
+            stderr.contains("stopped /bin/sh (SIGSTOP)"),
+            "the command was not stopped when the budget was spent: \(stderr)")
         #expect(stderr.contains("hold-metered"), "\(stderr)")
     }
 }

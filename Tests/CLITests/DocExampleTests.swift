@@ -20,13 +20,16 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mw-doc-apt-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try FileManager.default.copyItem(atPath: RepoPaths.file("policies/default.yaml"),
-                                         toPath: directory.appendingPathComponent("default.yaml").path)
+        try FileManager.default.copyItem(
+            atPath: RepoPaths.file("policies/default.yaml"),
+            toPath: directory.appendingPathComponent("default.yaml").path)
         let example = try Self.block(in: "docs/integrations.md", after: "only at night")
         try example.write(to: directory.appendingPathComponent("local-apt.yaml"), atomically: true, encoding: .utf8)
-        let run = try BinaryRun.run(["policy", "explain", "--policy", directory.path,
-                                     "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s",
-                                     "--tag", "apt", "--time", time, "--json"])
+        let run = try BinaryRun.run([
+            "policy", "explain", "--policy", directory.path,
+            "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s",
+            "--tag", "apt", "--time", time, "--json",
+        ])
         #expect(run.status == 0, "\(run.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         #expect(object?["link"] as? String == "wwan0", "\(run.stdout)")

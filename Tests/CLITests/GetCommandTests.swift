@@ -30,7 +30,8 @@ import Testing
     @Test(.needsRoot) func aReadOnlyMountIsExit77() async throws {
         let base = try Self.directory("ro")
         defer { try? FileManager.default.removeItem(at: base) }
-        let mounted = try BinaryRun.run(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", base.path], executable: "/usr/bin/mount")
+        let mounted = try BinaryRun.run(
+            ["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", base.path], executable: "/usr/bin/mount")
         try #require(mounted.status == 0, "mount: \(mounted.stderr)")
         defer { _ = try? BinaryRun.run([base.path], executable: "/usr/bin/umount") }
         let server = try await RangeServer.start(content: .generated(size: 64 << 10, seed: 78))
@@ -45,20 +46,26 @@ import Testing
     @Test func aCheckpointWrittenForARelativePathResumesFromTheWholePath() async throws {
         let base = try Self.directory("resume")
         defer { try? FileManager.default.removeItem(at: base) }
-        let server = try await RangeServer.start(content: .generated(size: 8 << 20, seed: 79),
-                                                 faults: [.throttle(bytesPerSecond: 2 << 20)])
-        let first = try LineCollector(["/bin/sh", "-c", "cd \"$1\" && exec \"$2\" get \"$3\" -o g --segments 1", "sh",
-                                       base.path, RepoPaths.binary, server.url("/g")])
+        let server = try await RangeServer.start(
+            content: .generated(size: 8 << 20, seed: 79),
+            faults: [.throttle(bytesPerSecond: 2 << 20)])
+        let first = try LineCollector([
+            "/bin/sh", "-c", "cd \"$1\" && exec \"$2\" get \"$3\" -o g --segments 1", "sh",
+            base.path, RepoPaths.binary, server.url("/g"),
+        ])
         let checkpoint = base.appendingPathComponent("g.part.checkpoint").path
         #expect(await eventually(timeout: .seconds(15)) { FileManager.default.fileExists(atPath: checkpoint) })
         first.stop()  // SIGTERM: paused, the checkpoint flushed
         try await server.waitUntilIdle()
-        let stored = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: checkpoint)))
-                                  as? [String: Any])
+        let stored = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: checkpoint)))
+                as? [String: Any])
         let whole = try #require(realpath(base.path, nil).map { String(cString: $0) }) + "/g"
         #expect(stored["destination"] as? String == whole)
         server.setFaults([])
-        let resumed = try BinaryRun.run(["get", server.url("/g"), "-o", base.appendingPathComponent("g").path, "--json"])
+        let resumed = try BinaryRun.run([
+            "get", server.url("/g"), "-o", base.appendingPathComponent("g").path, "--json",
+        ])
         try await server.shutdown()
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let started = resumed.stdout.split(separator: "\n").compactMap {
@@ -91,7 +98,9 @@ import Testing
         let base = try Self.directory("refused")
         defer { try? FileManager.default.removeItem(at: base) }
         let output = base.appendingPathComponent("x.bin").path
-        let run = try BinaryRun.run(["get", "http://127.0.0.1:\(try Self.closedPort())/x.bin", "-o", output, "--retries", "4"])
+        let run = try BinaryRun.run([
+            "get", "http://127.0.0.1:\(try Self.closedPort())/x.bin", "-o", output, "--retries", "4",
+        ])
         #expect(run.status == 69, "\(run.stderr)")
         #expect(run.stderr.contains("Retry 4 in"), "\(run.stderr)")
         #expect(run.stderr.contains("Gave up after 4 retries"), "\(run.stderr)")
@@ -106,10 +115,13 @@ import Testing
     @Test func lowSpeedWithoutValidatorsNamesTheLimit() async throws {
         let base = try Self.directory("slow")
         defer { try? FileManager.default.removeItem(at: base) }
-        let server = try await RangeServer.start(content: .generated(size: 1 << 20, seed: 80),
-                                                 faults: [.noValidators, .throttle(bytesPerSecond: 32 << 10)])
-        let run = try BinaryRun.run(["get", server.url("/slow.bin"), "-o", base.appendingPathComponent("slow.bin").path,
-                                     "--segments", "1", "--speed-limit", "512KiB", "--speed-time", "1"])
+        let server = try await RangeServer.start(
+            content: .generated(size: 1 << 20, seed: 80),
+            faults: [.noValidators, .throttle(bytesPerSecond: 32 << 10)])
+        let run = try BinaryRun.run([
+            "get", server.url("/slow.bin"), "-o", base.appendingPathComponent("slow.bin").path,
+            "--segments", "1", "--speed-limit", "512KiB", "--speed-time", "1",
+        ])
         try await server.shutdown()
         #expect(run.status == 69, "\(run.stderr)")
         #expect(run.stderr.contains("below the low-speed limit"), "\(run.stderr)")
@@ -123,10 +135,14 @@ import Testing
         let base = try Self.directory("rate")
         defer { try? FileManager.default.removeItem(at: base) }
         let server = try await RangeServer.start(content: .generated(size: 32 << 20, seed: 82))
-        let get = try LineCollector([RepoPaths.binary, "get", server.url("/r.bin"), "-o", base.appendingPathComponent("r.bin").path,
-                                     "--rate", "1MiB", "--segments", "1", "--json"])
+        let get = try LineCollector([
+            RepoPaths.binary, "get", server.url("/r.bin"), "-o", base.appendingPathComponent("r.bin").path,
+            "--rate", "1MiB", "--segments", "1", "--json",
+        ])
         let going = await get.waitForLine(timeout: .seconds(20)) { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return false }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return false
+            }
             return (object["bytes_done"] as? Int ?? 0) > 1 << 20
         }
         #expect(going != nil, "no progress past 1 MiB")

@@ -13,10 +13,15 @@ import Testing
     }
 
     @Test func walkerCatchesCamelCase() throws {
-        let json = try JSONSerialization.jsonObject(with: Data(#"""
-            {"ok_key": 1, "bytesDone": 2, "nested": [{"a-b": 3}], "bytes_by_link": {"br-lan": {"rxBytes": 1}}}
-            """#.utf8))
-        #expect(Set(SnakeCase.violations(in: json)) == ["$.bytes_by_link[br-lan].rxBytes", "$.bytesDone", "$.nested[0].a-b"])
+        let json = try JSONSerialization.jsonObject(
+            with: Data(
+                #"""
+                {"ok_key": 1, "bytesDone": 2, "nested": [{"a-b": 3}], "bytes_by_link": {"br-lan": {"rxBytes": 1}}}
+                """#.utf8))
+        #expect(
+            Set(SnakeCase.violations(in: json)) == [
+                "$.bytes_by_link[br-lan].rxBytes", "$.bytesDone", "$.nested[0].a-b",
+            ])
         #expect(SnakeCase.violations(inLines: "{\"a\": 1}\nnot json", source: "x") == ["x: not JSON: not json"])
     }
 
@@ -28,8 +33,10 @@ import Testing
             "links --json --watch --scenario")
         for file in ["default.yaml", "laptop.yaml", "edge-device.yaml"] {
             Self.expectSnakeCase(
-                try BinaryRun.run(["policy", "explain", "--json", "--policy", RepoPaths.file("policies/" + file),
-                                   "--scenario", commute, "--at", "10s", "--size", "700MiB"]),
+                try BinaryRun.run([
+                    "policy", "explain", "--json", "--policy", RepoPaths.file("policies/" + file),
+                    "--scenario", commute, "--at", "10s", "--size", "700MiB",
+                ]),
                 "policy explain --json (\(file))")
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwjson-\(UUID().uuidString)")
@@ -41,8 +48,10 @@ import Testing
         #expect(get.status == 0, "\(get.stderr)")
         Self.expectSnakeCase(get, "get --json")
         // A failure is JSON too.
-        let failed = try BinaryRun.run(["get", server.url("/other.bin"), "-o", output + ".x", "--json",
-                                        "--sha256", String(repeating: "0", count: 64)])
+        let failed = try BinaryRun.run([
+            "get", server.url("/other.bin"), "-o", output + ".x", "--json",
+            "--sha256", String(repeating: "0", count: 64),
+        ])
         #expect(failed.status != 0)
         Self.expectSnakeCase(failed, "get --json (failed)")
         try await server.shutdown()
@@ -58,8 +67,9 @@ import Testing
         let directory = URL(fileURLWithPath: "/tmp/mwjson-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await RangeServer.start(content: .generated(size: 4 << 20, seed: 6),
-                                                 faults: [.throttle(bytesPerSecond: 256 << 10)])
+        let server = try await RangeServer.start(
+            content: .generated(size: 4 << 20, seed: 6),
+            faults: [.throttle(bytesPerSecond: 256 << 10)])
         let daemon = try DaemonProcess(
             directory: directory, scenario: try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour))
         defer { daemon.kill(SIGTERM) }
@@ -67,27 +77,36 @@ import Testing
         let watch = try LineCollector([RepoPaths.binary, "watch", "--json", "--socket", daemon.socket])
         defer { watch.stop() }
 
-        let add = try daemon.cli(["add", server.url("/a.bin"), "-o", directory.appendingPathComponent("a.bin").path,
-                                  "--tag", "os", "--size", "4MiB", "--json"])
+        let add = try daemon.cli([
+            "add", server.url("/a.bin"), "-o", directory.appendingPathComponent("a.bin").path,
+            "--tag", "os", "--size", "4MiB", "--json",
+        ])
         Self.expectSnakeCase(add, "add --json")
         let job = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
         let id = try #require((job?["job"] as? [String: Any])?["id"] as? String, "\(add.stdout)")
-        #expect(await eventually(timeout: .seconds(20)) {
-            ((try? daemon.jobs()).flatMap { $0.first?["job"] as? [String: Any] }?["bytes_done"] as? Int ?? 0) > 0
-        })
-        for arguments in [["list", "--json"], ["status", id, "--json"], ["status", "--json"], ["pause", id, "--json"],
-                          ["resume", id, "--json"]] {
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                ((try? daemon.jobs()).flatMap { $0.first?["job"] as? [String: Any] }?["bytes_done"] as? Int ?? 0) > 0
+            })
+        for arguments in [
+            ["list", "--json"], ["status", id, "--json"], ["status", "--json"], ["pause", id, "--json"],
+            ["resume", id, "--json"],
+        ] {
             Self.expectSnakeCase(try daemon.cli(arguments), arguments.joined(separator: " "))
         }
-        for path in ["/v1/jobs", "/v1/jobs/\(id)", "/v1/jobs/\(id)/explain", "/v1/links", "/v1/jobs/nosuchjob",
-                     "/v1/nothing-here"] {
+        for path in [
+            "/v1/jobs", "/v1/jobs/\(id)", "/v1/jobs/\(id)/explain", "/v1/links", "/v1/jobs/nosuchjob",
+            "/v1/nothing-here",
+        ] {
             Self.expectSnakeCase(try daemon.api(path), "GET \(path)")
         }
         Self.expectSnakeCase(try daemon.api("/v1/jobs", method: "POST", body: "{\"url\": 1}"), "POST /v1/jobs (bad)")
-        let posted = try daemon.api("/v1/jobs", method: "POST", body: """
-            {"url": "\(server.url("/b.bin"))", "destination": "\(directory.appendingPathComponent("b.bin").path)",
-             "allow_metered": false, "tags": ["x"], "priority": 1}
-            """)
+        let posted = try daemon.api(
+            "/v1/jobs", method: "POST",
+            body: """
+                {"url": "\(server.url("/b.bin"))", "destination": "\(directory.appendingPathComponent("b.bin").path)",
+                 "allow_metered": false, "tags": ["x"], "priority": 1}
+                """)
         Self.expectSnakeCase(posted, "POST /v1/jobs")
         #expect(posted.stdout.contains("\"priority\":1"), "the snake_case request was not read: \(posted.stdout)")
         Self.expectSnakeCase(try daemon.api("/v1/jobs/\(id)/pause", method: "POST"), "POST pause")
@@ -96,8 +115,9 @@ import Testing
         #expect(await watch.waitForLine { $0.contains("\"cancelled\"") } != nil, "watch saw no cancel")
         let events = watch.received.map(\.line).joined(separator: "\n")
         #expect(events.contains("\"links\"") && events.contains("\"progress\""))
-        #expect(SnakeCase.violations(inLines: events, source: "watch --json").isEmpty,
-                "\(SnakeCase.violations(inLines: events, source: "watch --json"))")
+        #expect(
+            SnakeCase.violations(inLines: events, source: "watch --json").isEmpty,
+            "\(SnakeCase.violations(inLines: events, source: "watch --json"))")
         let stream = try daemon.api("/v1/events", maxTime: 1)
         Self.expectSnakeCase(stream, "GET /v1/events")
         try await server.shutdown()

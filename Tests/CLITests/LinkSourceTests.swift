@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// One link-source resolver: `links`, `daemon`, `demo`, `check` and `run` take the same options and read them
 /// the same way; `check` and `run` decide here with the decision loop over a scenario, no daemon and no root.
@@ -50,7 +50,8 @@ import TestSupport
     /// check and run keep their contract (2: a bad value).
     @Test func aBadScenarioFileIsSaidTheSameWay() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("mw-bad-\(UUID().uuidString).yaml")
-        try "links:\n  wlan0: { kind: radio }\nsteps:\n  - { at: 0s }\n".write(to: file, atomically: true, encoding: .utf8)
+        try "links:\n  wlan0: { kind: radio }\nsteps:\n  - { at: 0s }\n".write(
+            to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         for name in ["links", "daemon", "demo", "check", "run"] {
             let run = try Self.run(name, ["--scenario", file.path])
@@ -62,8 +63,10 @@ import TestSupport
 
     /// The answer `policy explain` gives at an instant of the commute: (action, rule).
     static func explained(at instant: String) throws -> [String] {
-        let run = try BinaryRun.run(["policy", "explain", "--policy", policy, "--scenario", commute, "--at", instant,
-                                     "--size", "700MiB", "--json"])
+        let run = try BinaryRun.run([
+            "policy", "explain", "--policy", policy, "--scenario", commute, "--at", instant,
+            "--size", "700MiB", "--json",
+        ])
         let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         return [object?["action"] as? String ?? "?", object?["rule"] as? String ?? "?"]
     }
@@ -71,11 +74,15 @@ import TestSupport
     /// `check --watch --local` over the commute: one line per change of the answer (home Wi-Fi, cellular,
     /// office Wi-Fi), the same answers `policy explain` gives at those instants, then exit 0 at its end.
     @Test func checkWatchHereFollowsAScenarioWithTheDecisionLoop() throws {
-        let run = try BinaryRun.run(["check", "--watch", "--local", "--json", "--size", "700MiB", "--policy", Self.policy,
-                                     "--scenario", Self.commute, "--speed", "50"])
+        let run = try BinaryRun.run([
+            "check", "--watch", "--local", "--json", "--size", "700MiB", "--policy", Self.policy,
+            "--scenario", Self.commute, "--speed", "50",
+        ])
         #expect(run.status == 0, "\(run.stderr)")
         let answers = run.stdout.split(separator: "\n").compactMap { line -> [String]? in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return nil
+            }
             #expect(object["source"] as? String == "local")
             return [object["action"] as? String ?? "?", object["rule"] as? String ?? "?"]
         }
@@ -88,14 +95,18 @@ import TestSupport
     /// office; its exit status is run's.
     @Test func runFollowsAScenarioWithTheDecisionLoop() throws {
         // 10 times faster: Wi-Fi for 0.8 s, cellular until 2 s, then Wi-Fi; the command sleeps past all three.
-        let run = try BinaryRun.run(["run", "--policy", Self.policy, "--scenario", Self.commute, "--speed", "10",
-                                     "--", "sh", "-c", "sleep 3; exit 7"])
+        let run = try BinaryRun.run([
+            "run", "--policy", Self.policy, "--scenario", Self.commute, "--speed", "10",
+            "--", "sh", "-c", "sleep 3; exit 7",
+        ])
         #expect(run.status == 7, "\(run.stderr)")
         let notes = run.stderr.split(separator: "\n").map(String.init)
         let started = notes.firstIndex { $0.contains("started sh") && $0.contains("rule run-unmetered") }
         let stopped = notes.firstIndex { $0.contains("stopped sh (SIGSTOP)") && $0.contains("rule pause-metered") }
         let continued = notes.firstIndex { $0.contains("continued sh") && $0.contains("rule run-unmetered") }
         #expect(started != nil && stopped != nil && continued != nil, "\(run.stderr)")
-        if let started, let stopped, let continued { #expect(started < stopped && stopped < continued, "\(run.stderr)") }
+        if let started, let stopped, let continued {
+            #expect(started < stopped && stopped < continued, "\(run.stderr)")
+        }
     }
 }

@@ -64,8 +64,10 @@ import Testing
 
     /// `explain --link wwan9` where there is no wwan9: said plainly, with the links there are, no usage text.
     @Test func explainingAnUnknownLinkIsNotUsage() throws {
-        let run = try BinaryRun.run(["policy", "explain", "--scenario", RepoPaths.file("scenarios/commute.yaml"),
-                                     "--link", "wwan9"])
+        let run = try BinaryRun.run([
+            "policy", "explain", "--scenario", RepoPaths.file("scenarios/commute.yaml"),
+            "--link", "wwan9",
+        ])
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.contains("no link named wwan9"), "\(run.stderr)")
         #expect(run.stderr.contains("wlan0, wwan0"), "\(run.stderr)")

@@ -28,10 +28,11 @@ import Testing
         #expect(paused.stdout.contains("decision: pause"), "\(paused.stdout)")
         #expect(paused.stdout.contains("networkmanager: guess-yes"))
         try lab.setMetered("no")
-        #expect(await eventually {
-            (try? run(lab, ["policy", "explain", "--link", "wlan0", "--size", "700MiB", "--policy", policy]))?
-                .stdout.contains("decision: run") == true
-        }, "the user's connection.metered no did not turn the decision to run")
+        #expect(
+            await eventually {
+                (try? run(lab, ["policy", "explain", "--link", "wlan0", "--size", "700MiB", "--policy", policy]))?
+                    .stdout.contains("decision: run") == true
+            }, "the user's connection.metered no did not turn the decision to run")
     }
 
     @Test func daemonPausesWhenNetworkManagerSaysMeteredAndCompletesAfter() async throws {
@@ -41,8 +42,10 @@ import Testing
         let directory = URL(fileURLWithPath: lab.directory + "/daemon")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("d.sock").path
-        let server = ["ip", "netns", "exec", lab.accessPoint.name, RepoPaths.binary, "serve", "--host", lab.gateway,
-                      "--port", "8080", "--size", "12MiB", "--rate", "1MiB/s"]
+        let server = [
+            "ip", "netns", "exec", lab.accessPoint.name, RepoPaths.binary, "serve", "--host", lab.gateway,
+            "--port", "8080", "--size", "12MiB", "--rate", "1MiB/s",
+        ]
         _ = try await ChildProcess.run(server) { server in
             var served: LabRun.Served?
             for await line in server.lines {
@@ -50,18 +53,25 @@ import Testing
                 if served != nil { break }
             }
             let info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
-            let daemon = lab.onDevice([RepoPaths.binary, "daemon", "--state", directory.appendingPathComponent("state").path,
-                                       "--socket", socket, "--policy", RepoPaths.file("policies/default.yaml")])
+            let daemon = lab.onDevice([
+                RepoPaths.binary, "daemon", "--state", directory.appendingPathComponent("state").path,
+                "--socket", socket, "--policy", RepoPaths.file("policies/default.yaml"),
+            ])
             _ = try await ChildProcess.run(daemon) { daemon in
                 #expect(await eventually { FileManager.default.fileExists(atPath: socket) }, "\(daemon.stderrText)")
                 let output = directory.appendingPathComponent("file.bin").path
-                let add = try BinaryRun.run(["add", info.url, "-o", output, "--sha256", info.sha256, "--json",
-                                             "--socket", socket])
-                let id = try #require(((try? JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
-                    as? [String: Any])?["id"] as? String, "\(add.stdout) \(add.stderr)")
+                let add = try BinaryRun.run([
+                    "add", info.url, "-o", output, "--sha256", info.sha256, "--json",
+                    "--socket", socket,
+                ])
+                let id = try #require(
+                    ((try? JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
+                        as? [String: Any])?["id"] as? String, "\(add.stdout) \(add.stderr)")
                 func job() -> [String: Any] {
                     let status = try? BinaryRun.run(["status", id, "--json", "--socket", socket])
-                    let object = status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) } as? [String: Any]
+                    let object =
+                        status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) }
+                        as? [String: Any]
                     return (object?["job"] as? [String: Any]) ?? [:]
                 }
                 #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
@@ -72,8 +82,9 @@ import Testing
                 let held = job()["bytes_done"] as? Int ?? 0
                 #expect(held < 12 << 20)
                 try lab.setMetered("no")
-                #expect(await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
-                        "did not complete: \(job())")
+                #expect(
+                    await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
+                    "did not complete: \(job())")
                 #expect(job()["sha256"] as? String == info.sha256)
                 daemon.terminate()
                 await daemon.outputEnded()

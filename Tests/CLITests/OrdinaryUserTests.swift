@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What a user without root runs first: `meterwise demo` and a `get` from the embedded server. (The
 /// embedded server once asked for SO_DEBUG instead of TCP_NODELAY, which only root may set: every

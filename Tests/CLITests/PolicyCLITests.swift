@@ -12,11 +12,11 @@ import Testing
     @Test func badPolicyListsEveryErrorWithLocation() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-policy-\(getpid()).yaml")
         try """
-            version: 1
-            rules:
-              - { name: a, when: { metered: maybe }, action: run }
-              - { name: b, when: { size: { over: 5XB } }, throttle: fast }
-            """.write(to: file, atomically: true, encoding: .utf8)
+        version: 1
+        rules:
+          - { name: a, when: { metered: maybe }, action: run }
+          - { name: b, when: { size: { over: 5XB } }, throttle: fast }
+        """.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let run = try BinaryRun.run(["policy", "check", file.path])
         #expect(run.status == 1)
@@ -25,10 +25,14 @@ import Testing
         #expect(output.contains("\(file.path):4:"), "\(output)")
     }
 
-    @Test(arguments: [("2s", "run", "run-unmetered"), ("10s", "pause", "pause-metered"), ("26s", "run", "run-unmetered")])
+    @Test(arguments: [
+        ("2s", "run", "run-unmetered"), ("10s", "pause", "pause-metered"), ("26s", "run", "run-unmetered"),
+    ])
     func explainFollowsTheCommute(at: String, action: String, rule: String) throws {
-        let run = try BinaryRun.run(["policy", "explain", "--policy", RepoPaths.file("policies/default.yaml"),
-                                     "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", at, "--json"])
+        let run = try BinaryRun.run([
+            "policy", "explain", "--policy", RepoPaths.file("policies/default.yaml"),
+            "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", at, "--json",
+        ])
         #expect(run.status == 0, "\(run.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         #expect(object?["action"] as? String == action)
@@ -37,8 +41,10 @@ import Testing
     }
 
     @Test func explainSaysWhyEarlierRulesMissed() throws {
-        let run = try BinaryRun.run(["policy", "explain", "--policy", RepoPaths.file("policies/default.yaml"),
-                                     "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s"])
+        let run = try BinaryRun.run([
+            "policy", "explain", "--policy", RepoPaths.file("policies/default.yaml"),
+            "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s",
+        ])
         #expect(run.status == 0)
         #expect(run.stdout.contains("run-unmetered"), "\(run.stdout)")
         #expect(run.stdout.contains("pause-metered"), "\(run.stdout)")
@@ -48,7 +54,10 @@ import Testing
     /// bomb used as a mapping key (10^8 values; Yams took 11.5 s hashing it). Each is an error at
     /// file:line, in well under a second, with exit 1 like every invalid policy, and no signal.
     @Test(arguments: [
-        ("resume.yaml", "version: 1\ndefaults:\n  resume_after: 10000000000s\n", ":3:17:", "resume_after must be at most 24h"),
+        (
+            "resume.yaml", "version: 1\ndefaults:\n  resume_after: 10000000000s\n", ":3:17:",
+            "resume_after must be at most 24h"
+        ),
         ("bomb.yaml", PolicyCLITests.aliasBomb(levels: 8), ":6:", "aliases expand too much"),
     ])
     func hostilePolicyFilesFailFastWithALocation(name: String, text: String, location: String, message: String) throws {
@@ -87,7 +96,9 @@ import Testing
     static func aliasBomb(levels: Int) -> String {
         var text = "version: 1\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
         for level in 1..<levels {
-            text += "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n"
+            text +=
+                "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ")
+                + "]\n"
         }
         return text + "? *l\(levels - 1)\n: 1\n"
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Lab
-import Testing
 import TestSupport
+import Testing
 
 /// `meterwise run -- COMMAND` in namespaces with wlan0 and wwan0: the command starts on Wi-Fi, is stopped
 /// (SIGSTOP) within a second of the primary moving to the metered wwan0, continues when wlan0 returns,
@@ -19,7 +19,8 @@ import TestSupport
         let uplinks = try VethUplinks.create(prefix: "mwrun")
         defer { uplinks.delete() }
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("mwrun-\(UUID().uuidString)").path
-        let log = base + ".log", ticks = base + ".ticks"
+        let log = base + ".log"
+        let ticks = base + ".ticks"
         try #require(FileManager.default.createFile(atPath: log, contents: nil))
         defer { for path in [log, ticks] { try? FileManager.default.removeItem(atPath: path) } }
         // The command leaves a tick every 20 ms that it runs: its own record of when it ran, read afterwards
@@ -27,8 +28,10 @@ import TestSupport
         let script = "i=0; while [ $i -lt 100 ]; do echo $i >> '\(ticks)'; i=$((i+1)); sleep 0.02; done; exit 7"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", uplinks.device.name, RepoPaths.binary, "run",
-                             "--policy", RepoPaths.file("policies/default.yaml"), "--", "sh", "-c", script]
+        process.arguments = [
+            "netns", "exec", uplinks.device.name, RepoPaths.binary, "run",
+            "--policy", RepoPaths.file("policies/default.yaml"), "--", "sh", "-c", script,
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
@@ -46,28 +49,34 @@ import TestSupport
         let child = try #require(started())
 
         try uplinks.device.ip("link", "set", "wlan0", "down")
-        #expect(await eventually(timeout: .seconds(1)) { Self.state(child) == "T" }, "not stopped within 1 s of the move to wwan0")
+        #expect(
+            await eventually(timeout: .seconds(1)) { Self.state(child) == "T" },
+            "not stopped within 1 s of the move to wwan0")
         let ticksWhenStopped = ticked()
         // More link changes while wwan0 is the only uplink, each decided again: a second default route on
         // wwan0, and wlan0 up without a route. None may let the command run.
-        try uplinks.device.ip("route", "add", "default", "via", "10.77.2.1", "dev", "wwan0",
-                              "metric", "\(VethUplinks.wwanMetric + 1)")
+        try uplinks.device.ip(
+            "route", "add", "default", "via", "10.77.2.1", "dev", "wwan0",
+            "metric", "\(VethUplinks.wwanMetric + 1)")
         try uplinks.device.ip("link", "set", "wlan0", "up")
         let ticksBeforeWifi = ticked()
         #expect(Self.state(child) == "T", "the command was continued on the metered link: \(stderr())")
 
-        try uplinks.device.ip("route", "add", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "\(VethUplinks.wlanMetric)")
+        try uplinks.device.ip(
+            "route", "add", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "\(VethUplinks.wlanMetric)")
         // The fence: `run` decides the link changes in order and says each continue, so once it has said one
         // for Wi-Fi it has decided every change before it, and a continue on any of them would be a second line
         // (or this one, for another rule). The ticks cover the whole time until the route came, not a moment.
-        #expect(await eventually(timeout: .seconds(2)) { stderr().contains("continued sh") },
-                "not continued when wlan0 returned: \(stderr())")
+        #expect(
+            await eventually(timeout: .seconds(2)) { stderr().contains("continued sh") },
+            "not continued when wlan0 returned: \(stderr())")
         #expect(ticksBeforeWifi == ticksWhenStopped, "the command ran on the metered link: \(stderr())")
         let said = stderr().split(separator: "\n")
         #expect(said.filter { $0.contains("stopped sh") }.count == 1, "\(stderr())")
         let continued = said.filter { $0.contains("continued sh") }
-        #expect(continued.count == 1 && continued[0].contains("run-unmetered"),
-                "continued for another reason: \(stderr())")
+        #expect(
+            continued.count == 1 && continued[0].contains("run-unmetered"),
+            "continued for another reason: \(stderr())")
         #expect(await eventually(timeout: .seconds(10)) { !process.isRunning })
         #expect(process.terminationStatus == 7)
         #expect(ticked() == 100, "the command did not run to its end")
@@ -77,14 +86,18 @@ import TestSupport
 /// A command that cannot be started ends `run` as a shell would: 127 not found, 126 not runnable; no usage text.
 struct RunLaunchTests {
     @Test func aMissingCommandExits127AndANonExecutableFile126() throws {
-        let missing = try BinaryRun.run(["run", "--local", "--", "meterwise-no-such-command-\(UInt32.random(in: 0...UInt32.max))"])
+        let missing = try BinaryRun.run([
+            "run", "--local", "--", "meterwise-no-such-command-\(UInt32.random(in: 0...UInt32.max))",
+        ])
         #expect(missing.status == 127, "\(missing.stderr)")
         #expect(missing.stderr.contains("command not found"), "\(missing.stderr)")
         #expect(!missing.stderr.contains("Usage:"), "\(missing.stderr)")
 
         let path = "/tmp/mwl-\(UInt32.random(in: 0...UInt32.max)).sh"
-        try #require(FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8),
-                                                    attributes: [.posixPermissions: 0o644]))
+        try #require(
+            FileManager.default.createFile(
+                atPath: path, contents: Data("#!/bin/sh\nexit 0\n".utf8),
+                attributes: [.posixPermissions: 0o644]))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let plain = try BinaryRun.run(["run", "--local", "--", path])
         #expect(plain.status == 126, "\(plain.stderr)")

@@ -16,15 +16,20 @@ import Testing
         let base = URL(fileURLWithPath: "/tmp/mw-text-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: base) }
-        let server = try await RangeServer.start(content: .generated(size: 64 << 10, seed: 32),
-                                                 faults: [.contentEncoding(Self.hostile)])
+        let server = try await RangeServer.start(
+            content: .generated(size: 64 << 10, seed: 32),
+            faults: [.contentEncoding(Self.hostile)])
 
         let get = try BinaryRun.run(["get", server.url("/g.bin"), "-o", base.appendingPathComponent("g.bin").path])
         #expect(get.status != 0)
         #expect(get.stderr.contains("Content-Encoding gzip\\x9b2J\\x9d0;owned\\x9c"), "\(get.stderr)")
         #expect(!Self.hasRawControl(get.stderr), "\(get.stderr.debugDescription)")
-        let getJSON = try BinaryRun.run(["get", server.url("/g.bin"), "-o", base.appendingPathComponent("g.bin").path, "--json"])
-        #expect(getJSON.stdout.contains("\\u009b") && !Self.hasRawControl(getJSON.stdout), "\(getJSON.stdout.debugDescription)")
+        let getJSON = try BinaryRun.run([
+            "get", server.url("/g.bin"), "-o", base.appendingPathComponent("g.bin").path, "--json",
+        ])
+        #expect(
+            getJSON.stdout.contains("\\u009b") && !Self.hasRawControl(getJSON.stdout),
+            "\(getJSON.stdout.debugDescription)")
 
         let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
         let daemon = try DaemonProcess(directory: base, scenario: scenario)
@@ -33,14 +38,17 @@ import Testing
         let add = try daemon.cli(["add", server.url("/d.bin"), "-o", base.appendingPathComponent("d.bin").path])
         #expect(add.status == 0, "\(add.stderr)")
         let id = try #require(try daemon.jobs().first.flatMap { ($0["job"] as? [String: Any])?["id"] as? String })
-        #expect(await eventually(timeout: .seconds(20)) {
-            (try? daemon.cli(["status", id]).stdout.contains("failed")) == true
-        })
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                (try? daemon.cli(["status", id]).stdout.contains("failed")) == true
+            })
         let status = try daemon.cli(["status", id])
         #expect(status.stdout.contains("gzip\\x9b2J\\x9d0;owned\\x9c"), "\(status.stdout)")
-        for (what, text) in [("status", status.stdout), ("status (all)", try daemon.cli(["status"]).stdout),
-                             ("list", try daemon.cli(["list"]).stdout), ("list --json", try daemon.cli(["list", "--json"]).stdout),
-                             ("status --json", try daemon.cli(["status", id, "--json"]).stdout)] {
+        for (what, text) in [
+            ("status", status.stdout), ("status (all)", try daemon.cli(["status"]).stdout),
+            ("list", try daemon.cli(["list"]).stdout), ("list --json", try daemon.cli(["list", "--json"]).stdout),
+            ("status --json", try daemon.cli(["status", id, "--json"]).stdout),
+        ] {
             #expect(!Self.hasRawControl(text), "\(what): \(text.debugDescription)")
         }
         let json = try daemon.cli(["list", "--json"]).stdout

@@ -38,7 +38,9 @@ import Testing
         let seed = SplitMix.seed(from: "SHOWN_TEXT_SEED")
         print("ShownTextTests seed \(seed)")
         var random = SplitMix(seed: seed)
-        let pools: [ClosedRange<UInt32>] = [0...0x20, 0x21...0x7E, 0x7F...0xA0, 0xA1...0x2FF, 0x2000...0x206F, 0x1F600...0x1F64F]
+        let pools: [ClosedRange<UInt32>] = [
+            0...0x20, 0x21...0x7E, 0x7F...0xA0, 0xA1...0x2FF, 0x2000...0x206F, 0x1F600...0x1F64F,
+        ]
         for _ in 0..<2_000 {
             var text = ""
             for _ in 0..<Int.random(in: 0...40, using: &random) {
@@ -49,8 +51,11 @@ import Testing
             #expect(!ShownText.hasControl(shown), "seed \(seed): \(text.debugDescription)")
             if !ShownText.hasControl(text) { #expect(shown == text, "seed \(seed)") }
             // Everything from U+00A0 up is kept as it was, in order.
-            #expect(shown.unicodeScalars.filter { $0.value >= 0xA0 }.elementsEqual(text.unicodeScalars.filter { $0.value >= 0xA0 }))
-            let json = ShownText.json(String(decoding: try JSONSerialization.data(withJSONObject: [text]), as: UTF8.self))
+            #expect(
+                shown.unicodeScalars.filter { $0.value >= 0xA0 }.elementsEqual(
+                    text.unicodeScalars.filter { $0.value >= 0xA0 }))
+            let json = ShownText.json(
+                String(decoding: try JSONSerialization.data(withJSONObject: [text]), as: UTF8.self))
             #expect(!ShownText.hasControl(json), "seed \(seed): \(text.debugDescription)")
             #expect(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String] == [text], "seed \(seed)")
         }
@@ -58,7 +63,8 @@ import Testing
 
     @Test func jsonKeepsItsValueAndLosesItsControls() throws {
         let value = ["error": "Content-Encoding gzip\u{9B}31m \u{9D}8;;x\u{7F}", "nested": "ok\n"]
-        let encoded = String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted]), as: UTF8.self)
+        let encoded = String(
+            decoding: try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted]), as: UTF8.self)
         // JSONSerialization leaves C1 raw.
         #expect(ShownText.hasControl(encoded.replacingOccurrences(of: "\n", with: "")))
         let shown = ShownText.json(encoded)
@@ -72,12 +78,12 @@ import Testing
 /// Who may answer a client: the kernel's word on the listener (SO_PEERCRED), not the socket path's owner.
 @Suite struct DaemonPeerTests {
     @Test(arguments: [
-        (UInt32(0), UInt32(1000), true),     // the system daemon, for a user
-        (UInt32(0), UInt32(0), true),        // the system daemon, for root
+        (UInt32(0), UInt32(1000), true),  // the system daemon, for a user
+        (UInt32(0), UInt32(0), true),  // the system daemon, for root
         (UInt32(1000), UInt32(1000), true),  // the user's own daemon
-        (UInt32(65534), UInt32(0), false),   // another user's listener, for root
+        (UInt32(65534), UInt32(0), false),  // another user's listener, for root
         (UInt32(65534), UInt32(1000), false),
-        (UInt32(1000), UInt32(0), false),    // root never talks to a user's listener
+        (UInt32(1000), UInt32(0), false),  // root never talks to a user's listener
     ])
     func trustsOnlyRootOrTheCaller(listener: UInt32, caller: UInt32, trusted: Bool) {
         let refusal = DaemonPeer(pid: 42, uid: listener, gid: listener).refusal(caller: caller, socket: "/run/x.sock")
@@ -135,7 +141,9 @@ import Testing
         let destination = Self.spec(destination: path).problem
         if let area {
             #expect(ca?.contains("ca_file may not be under \(area)") == true, "\(String(describing: ca))")
-            #expect(destination?.contains("destination may not be under \(area)") == true, "\(String(describing: destination))")
+            #expect(
+                destination?.contains("destination may not be under \(area)") == true,
+                "\(String(describing: destination))")
         } else {
             #expect(ca == nil)
             #expect(destination == nil)

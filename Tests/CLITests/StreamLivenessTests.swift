@@ -4,7 +4,8 @@ import Testing
 /// `StreamLiveness`: the announced keep-alive interval (untrusted), and when silence means a lost daemon.
 struct StreamLivenessTests {
     @Test(arguments: [
-        ("15", Duration.seconds(15)), ("0.2", .milliseconds(200)), ("0.200", .milliseconds(200)), ("3600", .seconds(3600)),
+        ("15", Duration.seconds(15)), ("0.2", .milliseconds(200)), ("0.200", .milliseconds(200)),
+        ("3600", .seconds(3600)),
         // Anything else is the default: missing, empty, not a number, out of range, not finite.
         ("", .seconds(15)), ("abc", .seconds(15)), ("-1", .seconds(15)), ("0", .seconds(15)), ("0.01", .seconds(15)),
         ("3601", .seconds(15)), ("1e308", .seconds(15)), ("nan", .seconds(15)), ("inf", .seconds(15)),

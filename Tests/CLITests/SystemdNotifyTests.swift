@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,9 @@ import Glibc
             address.sun_family = sa_family_t(AF_UNIX)
             withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             try #require(bound == 0, "bind \(path): errno \(errno)")
             var timeout = timeval(tv_sec: 15, tv_usec: 0)
@@ -51,7 +54,8 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         let notify = try NotifySocket(directory: directory)
         let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.cellularForAnHour)
-        let daemon = try DaemonProcess(directory: directory, scenario: scenario, environment: ["NOTIFY_SOCKET": notify.path])
+        let daemon = try DaemonProcess(
+            directory: directory, scenario: scenario, environment: ["NOTIFY_SOCKET": notify.path])
         defer { daemon.kill(SIGKILL) }
         let ready = try #require(notify.until("READY=1"), "no READY=1")
         // READY comes with the first snapshot's summary: the primary uplink is known.
@@ -84,12 +88,17 @@ import Glibc
             let scenario = try DaemonProcess.scenario(in: directory, DaemonProcess.wifiForAnHour)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: RepoPaths.binary)
-            process.arguments = ["daemon", "--links", "scenario", "--scenario", scenario,
-                                 "--state", directory.appendingPathComponent("state-\(matching)").path,
-                                 "--socket", directory.appendingPathComponent("d-\(matching).sock").path,
-                                 "--policy", RepoPaths.file("policies/default.yaml")]
+            process.arguments = [
+                "daemon", "--links", "scenario", "--scenario", scenario,
+                "--state", directory.appendingPathComponent("state-\(matching)").path,
+                "--socket", directory.appendingPathComponent("d-\(matching).sock").path,
+                "--policy", RepoPaths.file("policies/default.yaml"),
+            ]
             process.environment = ProcessInfo.processInfo.environment.merging(
-                ["JOURNAL_STREAM": "\(info.st_dev):\(matching ? info.st_ino : info.st_ino + 1)", "METERWISE_LOG": "info"]) { _, new in new }
+                [
+                    "JOURNAL_STREAM": "\(info.st_dev):\(matching ? info.st_ino : info.st_ino + 1)",
+                    "METERWISE_LOG": "info",
+                ]) { _, new in new }
             process.standardError = handle
             process.standardOutput = FileHandle.nullDevice
             try process.run()

@@ -11,7 +11,8 @@ import Testing
         "106752d", "36501d", "1e400s", "1e19", "nan", "NaNs", "inf", "infs", "-inf", "-5s", "-1", "+5s",
         "0x10s", "1.5.5s", "..5s", "5.s", ".s", "18446744073709551616", "9223372036854775807",
         "9223372036854775807TiB", "8589934592GiB", "1152921504606846977", "99999999999999999999.9999KiB",
-        "1.99999999999999999999999999999TB", "٣s", "５s", "1h\u{0}", "\u{FEFF}5s", String(repeating: "9", count: 5000) + "s",
+        "1.99999999999999999999999999999TB", "٣s", "５s", "1h\u{0}", "\u{FEFF}5s",
+        String(repeating: "9", count: 5000) + "s",
     ]
 
     @Test(arguments: hostile)
@@ -25,15 +26,19 @@ import Testing
     @Test(arguments: hostile)
     func sizesAndRatesAreBoundedOrRefused(text: String) {
         for reading in [Units.readBytes(text), Units.readRate(text), Units.readRate(text + "/s")] {
-            if case .value(let value) = reading { #expect(value >= 0 && value <= Units.maxBytes, "\(text) -> \(value)") }
+            if case .value(let value) = reading {
+                #expect(value >= 0 && value <= Units.maxBytes, "\(text) -> \(value)")
+            }
         }
         if let limit = Units.parseRateLimit(text) { #expect(limit > 0 && limit <= Units.maxBytes) }
     }
 
     @Test(arguments: [
-        ("10000000000s", Units.Reading<Duration>.tooLarge), ("36501d", .tooLarge), ("36500d", .value(.seconds(3_153_600_000))),
+        ("10000000000s", Units.Reading<Duration>.tooLarge), ("36501d", .tooLarge),
+        ("36500d", .value(.seconds(3_153_600_000))),
         ("9223372036854775807s", .tooLarge), ("1e400s", .malformed), ("nan", .malformed), ("-5s", .malformed),
-        ("1.5s", .value(.milliseconds(1500))), ("1h30m", .value(.seconds(5400))), ("0.0000000005s", .value(.nanoseconds(1))),
+        ("1.5s", .value(.milliseconds(1500))), ("1h30m", .value(.seconds(5400))),
+        ("0.0000000005s", .value(.nanoseconds(1))),
         ("36499d23h59m60s", .value(.seconds(3_153_600_000))), ("36499d24h1s", .tooLarge),
     ])
     func durationReadings(text: String, expected: Units.Reading<Duration>) {
@@ -52,7 +57,9 @@ import Testing
     /// Random digit strings, with or without a fraction, in every unit: a value is exactly the decimal
     /// times the unit (checked against a Double within rounding), or the text is refused.
     @Test func randomNumbersInEveryUnitNeverTrap() async {
-        let durationUnits: [(String, Double)] = [("ms", 1e-3), ("s", 1), ("m", 60), ("min", 60), ("h", 3600), ("d", 86400)]
+        let durationUnits: [(String, Double)] = [
+            ("ms", 1e-3), ("s", 1), ("m", 60), ("min", 60), ("h", 3600), ("d", 86400),
+        ]
         let sizeUnits: [(String, Double)] =
             Units.byteUnits.map { ($0.0, Double($0.1)) } + [("", 1)]
         await propertyCheck(
@@ -60,10 +67,11 @@ import Testing
         ) { wholeDigits, fractionDigits, seed, unitPick in
             var state = UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1
             func digits(_ n: Int) -> String {
-                String((0..<n).map { _ in
-                    state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                    return Character(String((state >> 33) % 10))
-                })
+                String(
+                    (0..<n).map { _ in
+                        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                        return Character(String((state >> 33) % 10))
+                    })
             }
             let number = digits(wholeDigits) + (fractionDigits > 0 ? "." + digits(fractionDigits) : "")
             let approx = Double(number)!
@@ -80,7 +88,8 @@ import Testing
             switch Units.readBytes(sizeText) {
             case .value(let b):
                 #expect(b <= Units.maxBytes)
-                #expect(abs(Double(b) - approx * (sUnit.isEmpty ? 1 : sFactor)) <= max(1, Double(b) * 1e-9), "\(sizeText)")
+                #expect(
+                    abs(Double(b) - approx * (sUnit.isEmpty ? 1 : sFactor)) <= max(1, Double(b) * 1e-9), "\(sizeText)")
             case .tooLarge: #expect(approx * sFactor > Double(Units.maxBytes) * 0.999_999, "\(sizeText)")
             case .malformed: Issue.record("\(sizeText) is well-formed")
             }
@@ -93,7 +102,9 @@ import Testing
         _ = Units.formatted(value, digits: 0)
     }
 
-    @Test(arguments: [Duration.seconds(Int64.max), .seconds(Int64.min), .zero - .seconds(90), .nanoseconds(1), Units.maxDuration])
+    @Test(arguments: [
+        Duration.seconds(Int64.max), .seconds(Int64.min), .zero - .seconds(90), .nanoseconds(1), Units.maxDuration,
+    ])
     func formattingDurationsNeverTraps(duration: Duration) {
         #expect(!Units.formatDuration(duration).isEmpty)
     }

@@ -8,7 +8,9 @@ import Testing
     static func bomb(levels: Int) -> String {
         var text = "version: 1\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
         for level in 1..<levels {
-            text += "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n"
+            text +=
+                "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ")
+                + "]\n"
         }
         return text + "? *l\(levels - 1)\n: 1\n"
     }

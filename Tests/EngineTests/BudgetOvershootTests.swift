@@ -24,9 +24,11 @@ import Testing
     @Test func overshootStaysWithinWhatWasInFlight() async throws {
         var overshoots: [Int64] = []
         for _ in 0..<20 {
-            let h = try await EngineHarness(policy: Self.policy, size: 16 << 20, bytesPerSecond: nil, tune: { request in
-                request.segments = Self.segments
-            })
+            let h = try await EngineHarness(
+                policy: Self.policy, size: 16 << 20, bytesPerSecond: nil,
+                tune: { request in
+                    request.segments = Self.segments
+                })
             try await h.use { h in
                 h.monitor.send(up: ["wwan0"], primary: "wwan0")
                 let job = try await h.add(allowMetered: true)

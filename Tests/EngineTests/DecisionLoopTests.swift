@@ -4,8 +4,8 @@ import Links
 import MeterwiseClient
 import Policy
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The one decision loop (`run`, `check --watch`, the event stream's answers): links, policy, usage and time
 /// in, a decision out each time its outcome changes. Driven by hand and by a manual clock: nothing sleeps.
@@ -66,8 +66,9 @@ import TestSupport
     @Test func aDecisionComesOnceThereAreLinksAndAgainOnlyWhenItsOutcomeChanges() async throws {
         let monitor = ManualLinkMonitor()
         let loop = DecisionLoop(clock: ManualClock())
-        var running = Self.start(loop, inputs: DecisionInputs(policy: try Self.policy(Self.wifiOnly), timeZone: Self.utc),
-                                 triggers: monitor.snapshots(), as: { .links($0) })
+        var running = Self.start(
+            loop, inputs: DecisionInputs(policy: try Self.policy(Self.wifiOnly), timeZone: Self.utc),
+            triggers: monitor.snapshots(), as: { .links($0) })
         monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
         let first = try #require(await running.decisions.next())
         #expect(first.action == .run && first.rule == "wifi" && first.mayRun)
@@ -86,8 +87,9 @@ import TestSupport
         let clock = ManualClock()
         let monitor = ManualLinkMonitor()
         let loop = DecisionLoop(clock: clock, now: start)
-        var running = Self.start(loop, inputs: DecisionInputs(policy: try Self.policy(Self.night), timeZone: Self.utc),
-                                 triggers: monitor.snapshots(), as: { .links($0) })
+        var running = Self.start(
+            loop, inputs: DecisionInputs(policy: try Self.policy(Self.night), timeZone: Self.utc),
+            triggers: monitor.snapshots(), as: { .links($0) })
         monitor.send(up: ["wwan0"], primary: "wwan0")
         let waiting = try #require(await running.decisions.next())
         #expect(waiting.rule == "wait-for-night")
@@ -109,8 +111,9 @@ import TestSupport
     @Test func aPolicyReloadAndUsageAreTriggersToo() async throws {
         let (triggers, trigger) = AsyncStream.makeStream(of: DecisionInputs.Trigger.self)
         let loop = DecisionLoop(clock: ManualClock())
-        var running = Self.start(loop, inputs: DecisionInputs(policy: try Self.policy(Self.wifiOnly), timeZone: Self.utc),
-                                 triggers: triggers, as: { $0 })
+        var running = Self.start(
+            loop, inputs: DecisionInputs(policy: try Self.policy(Self.wifiOnly), timeZone: Self.utc),
+            triggers: triggers, as: { $0 })
         trigger.yield(.links(TestSnapshots.radios(up: ["wwan0"], primary: "wwan0")))
         #expect(try #require(await running.decisions.next()).rule == "pause-metered")
         trigger.yield(.policy(try Self.policy(Self.allowance)))
@@ -127,9 +130,10 @@ import TestSupport
     @Test func aFailingLinkSourceEndsTheLoopWithItsError() async throws {
         struct Gone: Error {}
         let monitor = ManualLinkMonitor()
-        let running = Self.start(DecisionLoop(clock: ManualClock()),
-                                 inputs: DecisionInputs(policy: try Self.policy(Self.wifiOnly)),
-                                 triggers: monitor.snapshots(), as: { .links($0) })
+        let running = Self.start(
+            DecisionLoop(clock: ManualClock()),
+            inputs: DecisionInputs(policy: try Self.policy(Self.wifiOnly)),
+            triggers: monitor.snapshots(), as: { .links($0) })
         monitor.fail(Gone())
         guard case .failure(let error) = await running.task.value else {
             Issue.record("the loop ended without the monitor's error")
@@ -162,7 +166,8 @@ import TestSupport
     @Test(arguments: Action.allCases)
     func mayRunAndTheSameDecisionAreDefinedOnce(action: Action) {
         for links in [[], ["wlan0"]] {
-            let decision = Decision(action: action, rate: action == .throttle ? 1000 : nil, allowedLinks: links, rule: "r")
+            let decision = Decision(
+                action: action, rate: action == .throttle ? 1000 : nil, allowedLinks: links, rule: "r")
             #expect(decision.mayRun == (action != .pause && !links.isEmpty))
             let body = ControlAPI.DecisionBody(decision, source: "local")
             #expect(body.mayRun == decision.mayRun, "the wire's mayRun differs for \(action) over \(links)")

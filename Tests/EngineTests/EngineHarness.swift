@@ -21,23 +21,28 @@ final class EngineHarness: Sendable {
     let runner: Task<Void, any Error>
     let listener: Task<Void, Never>
 
-    init(policy: String, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20, now: Date = Date(),
-         timeZone: TimeZone = TimeZone(identifier: "UTC")!, faults: [RangeFault] = [], httpClient: HTTPClient? = nil,
-         tune: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }) async throws {
+    init(
+        policy: String, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20, now: Date = Date(),
+        timeZone: TimeZone = TimeZone(identifier: "UTC")!, faults: [RangeFault] = [], httpClient: HTTPClient? = nil,
+        tune: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mw-engine-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        server = try await RangeServer.start(content: .generated(size: size, seed: 7),
-                                             faults: (bytesPerSecond.map { [.throttle(bytesPerSecond: $0)] } ?? []) + faults)
+        server = try await RangeServer.start(
+            content: .generated(size: size, seed: 7),
+            faults: (bytesPerSecond.map { [.throttle(bytesPerSecond: $0)] } ?? []) + faults)
         let store = try JobStore(path: directory.appendingPathComponent("jobs.sqlite").path)
         engine = try Engine(
             policy: try PolicySet.parse(files: [(name: "test.yaml", text: policy)]), store: store, monitor: monitor,
             clock: clock, now: now,
-            configuration: EngineConfiguration(canBind: false, timeZone: timeZone, httpClient: httpClient, tuneRequest: { request in
-                request.segments = 1
-                request.checkpointEveryBytes = 256 << 10
-                request.checkpointEvery = .milliseconds(200)
-                tune(&request)
-            }))
+            configuration: EngineConfiguration(
+                canBind: false, timeZone: timeZone, httpClient: httpClient,
+                tuneRequest: { request in
+                    request.segments = 1
+                    request.checkpointEveryBytes = 256 << 10
+                    request.checkpointEvery = .milliseconds(200)
+                    tune(&request)
+                }))
         let events = engine.events.subscribe(buffer: 100_000)
         let recorded = self.recorded
         listener = Task { for await event in events { recorded.append(event) } }
@@ -47,15 +52,20 @@ final class EngineHarness: Sendable {
 
     var events: [EngineEvent] { recorded.all }
 
-    func add(_ name: String = "file.bin", allowMetered: Bool = false, size: Int64? = nil, url: String? = nil) async throws -> JobRecord {
-        try await engine.add(JobSpec(url: url ?? server.url("/\(name)"), destination: directory.appendingPathComponent(name).path,
-                                     sha256: server.content.sha256Hex(), size: size, allowMetered: allowMetered))
+    func add(_ name: String = "file.bin", allowMetered: Bool = false, size: Int64? = nil, url: String? = nil)
+        async throws -> JobRecord
+    {
+        try await engine.add(
+            JobSpec(
+                url: url ?? server.url("/\(name)"), destination: directory.appendingPathComponent(name).path,
+                sha256: server.content.sha256Hex(), size: size, allowMetered: allowMetered))
     }
 
     func state(_ id: String) async throws -> JobState { try await engine.status(id).job.state }
 
     /// Waits (real time: transfers are real) until `condition` holds.
-    func until(timeout: Duration = .seconds(20), _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool {
+    func until(timeout: Duration = .seconds(20), _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try await condition() { return true }

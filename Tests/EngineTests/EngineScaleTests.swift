@@ -3,8 +3,8 @@ import Foundation
 import Links
 import MeterwiseClient
 import Policy
-import Testing
 import TestSupport
+import Testing
 
 /// Retention of finished jobs, and the order a pass decides jobs in, kept without sorting.
 @Suite(.serialized)
@@ -25,13 +25,15 @@ struct EngineScaleTests {
     func engine(_ store: JobStore, retention: Duration?, maxActive: Int = 3) throws -> Engine<ManualClock> {
         var configuration = EngineConfiguration(maxActive: maxActive, canBind: false)
         configuration.retention = retention
-        return try Engine(policy: try PolicySet.parse(files: [(name: "p.yaml", text: Self.policy)]), store: store,
-                          monitor: ManualLinkMonitor(), clock: ManualClock(), configuration: configuration)
+        return try Engine(
+            policy: try PolicySet.parse(files: [(name: "p.yaml", text: Self.policy)]), store: store,
+            monitor: ManualLinkMonitor(), clock: ManualClock(), configuration: configuration)
     }
 
     func record(_ id: String, _ state: JobState, daysAgo: Double, in directory: String) -> JobRecord {
-        var job = JobRecord(id: id, url: "http://127.0.0.1:9/\(id)", destination: "\(directory)/\(id).bin",
-                            now: Date().addingTimeInterval(-daysAgo * 86_400))
+        var job = JobRecord(
+            id: id, url: "http://127.0.0.1:9/\(id)", destination: "\(directory)/\(id).bin",
+            now: Date().addingTimeInterval(-daysAgo * 86_400))
         job.state = state
         return job
     }
@@ -66,10 +68,13 @@ struct EngineScaleTests {
         try await withStore { store, directory in
             let engine = try engine(store, retention: nil, maxActive: 1)
             for (name, priority) in [("a", 0), ("b", 0), ("c", 5), ("d", 5), ("e", -1)] {
-                _ = try await engine.add(JobSpec(url: "http://127.0.0.1:9/\(name)", destination: "\(directory)/\(name).bin",
-                                                 priority: priority))
+                _ = try await engine.add(
+                    JobSpec(
+                        url: "http://127.0.0.1:9/\(name)", destination: "\(directory)/\(name).bin",
+                        priority: priority))
             }
-            #expect(await engine.list().map { URL(string: $0.job.url)!.lastPathComponent } == ["a", "b", "c", "d", "e"])
+            #expect(
+                await engine.list().map { URL(string: $0.job.url)!.lastPathComponent } == ["a", "b", "c", "d", "e"])
             var order: [String] = []
             for id in await engine.decisionOrder() {
                 order.append(URL(string: try await engine.status(id).job.url)!.lastPathComponent)

@@ -8,8 +8,10 @@ import Testing
 
 /// The engine on a manual link monitor and a manual clock, downloading from the loopback range server.
 @Suite(.serialized) struct EngineScenarioTests {
-    func withHarness(policy: String = Policies.standard, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20,
-                     now: Date = Date(), _ body: (EngineHarness) async throws -> Void) async throws {
+    func withHarness(
+        policy: String = Policies.standard, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20,
+        now: Date = Date(), _ body: (EngineHarness) async throws -> Void
+    ) async throws {
         let harness = try await EngineHarness(policy: policy, size: size, bytesPerSecond: bytesPerSecond, now: now)
         try await harness.use(body)
     }
@@ -25,7 +27,8 @@ import Testing
             #expect(await h.until { h.events.contains(where: \.isPaused) })
             // The events after the switch: the decision, then the pause, nothing in between.
             let events = h.events
-            let switchIndex = try #require(events.lastIndex { if case let .links(s) = $0 { s.primary?.name == "wwan0" } else { false } })
+            let switchIndex = try #require(
+                events.lastIndex { if case let .links(s) = $0 { s.primary?.name == "wwan0" } else { false } })
             let next = events[(switchIndex + 1)...].filter { if case .progress = $0 { false } else { true } }
             #expect(next.first?.isDecision == true)
             #expect(next.dropFirst().first?.isPaused == true)
@@ -50,7 +53,8 @@ import Testing
             let resumeAfter = await h.engine.policy.defaults.resumeAfter
             #expect(resumeAfter == .seconds(5), "the steps below assume the shipped policy's 5 s")
             let resumeAt = back.advanced(by: resumeAfter)
-            #expect(await h.until { h.clock.deadlines.contains(resumeAt) }, "no wake at resume_after: \(h.clock.deadlines)")
+            #expect(
+                await h.until { h.clock.deadlines.contains(resumeAt) }, "no wake at resume_after: \(h.clock.deadlines)")
             #expect(h.clock.deadlines.allSatisfy { $0 >= resumeAt }, "a wake before resume_after: \(h.clock.deadlines)")
             // ...so 4 s later nothing has woken it, and it has not started again.
             h.clock.advance(by: .seconds(4))
@@ -133,8 +137,9 @@ import Testing
                 // The monitor numbers snapshots from 1. The engine publishes a snapshot's links event before
                 // what it decides on it, so once this one is recorded every event of the steps before it is too.
                 let sequence = UInt64(step + 1)
-                #expect(await h.until { h.events.contains { ($0.linksSequence ?? 0) >= sequence } },
-                        "step \(step) was not applied")
+                #expect(
+                    await h.until { h.events.contains { ($0.linksSequence ?? 0) >= sequence } },
+                    "step \(step) was not applied")
             }
             // The engine answers after it has decided on the last snapshot: Wi-Fi back, still in hysteresis.
             #expect(try await h.state(job.id) == .waiting, "restarted at the end of the flapping")
@@ -160,7 +165,10 @@ import Testing
             #expect(try await h.until { try await h.state(job.id) == .paused })
             h.monitor.send(up: ["wlan0", "eth0"], primary: "eth0")
             // Once the engine has published the new links it has decided every job again (one actor turn).
-            #expect(await h.until { h.events.contains { if case let .links(s) = $0 { s.primary?.name == "eth0" } else { false } } })
+            #expect(
+                await h.until {
+                    h.events.contains { if case let .links(s) = $0 { s.primary?.name == "eth0" } else { false } }
+                })
             #expect(try await h.state(job.id) == .paused)
             #expect(h.count(\.isStarted) == 1)
             try await h.engine.resume(job.id)
@@ -186,24 +194,33 @@ import Testing
         try await withHarness(size: 1 << 20, bytesPerSecond: 256 << 10) { h in
             let d = h.directory.appendingPathComponent("d").path
             try FileManager.default.createDirectory(atPath: d + "/e", withIntermediateDirectories: true)
-            try FileManager.default.createSymbolicLink(atPath: h.directory.appendingPathComponent("link").path, withDestinationPath: d)
+            try FileManager.default.createSymbolicLink(
+                atPath: h.directory.appendingPathComponent("link").path, withDestinationPath: d)
             let first = try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/x"))
-            for spelling in [d + "/./x", d + "//x", d + "/e/../x", h.directory.appendingPathComponent("link").path + "/x"] {
+            for spelling in [
+                d + "/./x", d + "//x", d + "/e/../x", h.directory.appendingPathComponent("link").path + "/x",
+            ] {
                 await #expect(throws: EngineError.self, "\(spelling)") {
                     try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: spelling))
                 }
             }
             #expect(first.destination.hasSuffix("/d/x"))
             // A destination that names a directory, or whose directory is missing, is refused with the fix.
-            await #expect(throws: EngineError.self) { try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/e/..")) }
-            await #expect(throws: EngineError.self) { try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/missing/x")) }
+            await #expect(throws: EngineError.self) {
+                try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/e/.."))
+            }
+            await #expect(throws: EngineError.self) {
+                try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/missing/x"))
+            }
             // The daemon requests the HEAD URL too: only http(s), like the URL. No control characters in paths
             // that other users' terminals print.
             await #expect(throws: EngineError.self) {
-                try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/h", headURL: "http+unix://%2Frun%2Fx.sock/"))
+                try await h.engine.add(
+                    JobSpec(url: h.server.url("/x"), destination: d + "/h", headURL: "http+unix://%2Frun%2Fx.sock/"))
             }
             await #expect(throws: EngineError.self) {
-                try await h.engine.add(JobSpec(url: h.server.url("/x"), destination: d + "/esc\u{1B}]0;title\u{07}.bin"))
+                try await h.engine.add(
+                    JobSpec(url: h.server.url("/x"), destination: d + "/esc\u{1B}]0;title\u{07}.bin"))
             }
         }
     }
@@ -217,8 +234,9 @@ import Testing
             #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 300 << 10 })
             try await h.engine.pause(job.id)
             try await h.engine.cancel(job.id)
-            #expect(await h.until { h.events.contains { if case .cancelled = $0 { true } else { false } } },
-                    "no cancelled event")
+            #expect(
+                await h.until { h.events.contains { if case .cancelled = $0 { true } else { false } } },
+                "no cancelled event")
             #expect(try await h.state(job.id) == .cancelled)
             #expect(await h.until { !FileManager.default.fileExists(atPath: job.destination + ".part") })
             #expect(await h.until { !FileManager.default.fileExists(atPath: job.checkpointPath) })

@@ -1,15 +1,19 @@
-@testable import Engine
 import MeterwiseClient
 import Policy
 import Testing
 
+@testable import Engine
+
 /// The compact index of unfinished jobs: the order a pass walks, shared classes and decisions, counts.
 @Suite struct JobIndexTests {
 
-    func row(_ id: String, priority: Int = 0, tags: [String] = [], size: Int64? = nil, state: JobState = .queued,
-             owner: UInt32? = nil, sequence: Int64 = 0) -> JobIndex.Row {
-        var record = JobRecord(id: id, url: "http://127.0.0.1:9/\(id)", destination: "/tmp/\(id)", size: size,
-                               priority: priority, tags: tags, ownerUID: owner)
+    func row(
+        _ id: String, priority: Int = 0, tags: [String] = [], size: Int64? = nil, state: JobState = .queued,
+        owner: UInt32? = nil, sequence: Int64 = 0
+    ) -> JobIndex.Row {
+        var record = JobRecord(
+            id: id, url: "http://127.0.0.1:9/\(id)", destination: "/tmp/\(id)", size: size,
+            priority: priority, tags: tags, ownerUID: owner)
         record.state = state
         return JobIndex.Row(record, sequence: sequence)
     }
@@ -103,7 +107,7 @@ import Testing
         index.insert(row("c", state: .paused))
         #expect(index.waitingCount == 2)
         // A live job counts as any other: the lifecycle is the entry's.
-        index.modify(index.slot(of: "a")!) { $0.flags.insert(.live) }
+        index.modify(index.slot(of: "a")!) { $0.flags.formUnion(.live) }
         #expect(index.waitingCount == 2)
         _ = try index.modify(index.slot(of: "a")!) { try $0.lifecycle.handle(.userPause) }
         #expect(index.waitingCount == 1)

@@ -38,15 +38,17 @@ import Testing
         let stop = LifecycleAction.stop(cancel: false)
         let idle: [JobPhase] = [.queued, .waiting]
         var table: [String: [JobPhase: Outcome]] = [:]
-        table["start"] = Dictionary(uniqueKeysWithValues: idle.map {
-            ($0, .to(.running, [.start(link: "wlan0", localAddress: nil, rate: nil)]))
-        })
+        table["start"] = Dictionary(
+            uniqueKeysWithValues: idle.map {
+                ($0, .to(.running, [.start(link: "wlan0", localAddress: nil, rate: nil)]))
+            })
         table["pause"] = [.queued: .to(.waiting, []), .running: .to(.stopping(.policy), [stop])]
         table["none/pausing"] = [.queued: .to(.waiting, [])]
         table["adjust"] = [.running: .to(.running, [.setRate(1000)])]
-        table["wait"] = Dictionary(uniqueKeysWithValues: idle.map {
-            ($0, .to(.waiting, [.announceWait(remaining: .seconds(5))]))
-        })
+        table["wait"] = Dictionary(
+            uniqueKeysWithValues: idle.map {
+                ($0, .to(.waiting, [.announceWait(remaining: .seconds(5))]))
+            })
         table["startFailed"] = [.running: .to(.failed, [])]
         table["userPause"] = [
             .queued: .to(.paused, []), .waiting: .to(.paused, []), .running: .to(.stopping(.user), [stop]),
@@ -181,7 +183,8 @@ import Testing
                     stopAsked = false
                 }
                 if case .startFailed = event { transfer = false }
-                #expect(lifecycle.phase.hasTransfer == transfer, "seed \(seed): \(before) + \(event) -> \(lifecycle.phase)")
+                #expect(
+                    lifecycle.phase.hasTransfer == transfer, "seed \(seed): \(before) + \(event) -> \(lifecycle.phase)")
                 // A job the policy paused has no transfer once the stop is confirmed.
                 if case .ended(.paused) = event, before == .stopping(.policy) {
                     #expect(lifecycle.phase == .waiting && !lifecycle.phase.hasTransfer)

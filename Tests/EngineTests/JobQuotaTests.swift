@@ -1,6 +1,7 @@
-@testable import Engine
 import MeterwiseClient
 import Testing
+
+@testable import Engine
 
 /// A user's unfinished jobs are bounded (`daemon --max-queued-per-user`); root and the daemon's own user
 /// are not; the index counts each owner's unfinished jobs as they come and go.
@@ -10,7 +11,7 @@ import Testing
         (Int?.some(2), UInt32(65534), 1, true),
         (Int?.some(2), UInt32(65534), 2, false),
         (Int?.some(2), UInt32(65534), 5000, false),
-        (Int?.some(2), UInt32(0), 5000, true),        // root is not limited
+        (Int?.some(2), UInt32(0), 5000, true),  // root is not limited
         (Int?.none, UInt32(65534), 1_000_000, true),  // no limit
         (Int?.some(0), UInt32(1000), 0, false),
     ])
@@ -18,14 +19,18 @@ import Testing
         let refusal = JobQuota(perUser: perUser).refusal(asker: Asker(uid: uid, gid: uid), unfinished: unfinished)
         #expect((refusal == nil) == allowed)
         if let refusal, let perUser {
-            #expect(refusal.contains("limit per user (\(perUser))") && refusal.contains("--max-queued-per-user"), "\(refusal)")
+            #expect(
+                refusal.contains("limit per user (\(perUser))") && refusal.contains("--max-queued-per-user"),
+                "\(refusal)")
         }
     }
 
     @Test func theIndexCountsEachOwnersUnfinishedJobs() {
         var index = JobIndex()
         func row(_ id: String, owner: UInt32?) -> JobIndex.Row {
-            JobIndex.Row(JobRecord(id: id, url: "http://127.0.0.1:9/\(id)", destination: "/tmp/\(id)", ownerUID: owner), sequence: 0)
+            JobIndex.Row(
+                JobRecord(id: id, url: "http://127.0.0.1:9/\(id)", destination: "/tmp/\(id)", ownerUID: owner),
+                sequence: 0)
         }
         index.insert(row("a", owner: 1000))
         index.insert(row("b", owner: 1000))

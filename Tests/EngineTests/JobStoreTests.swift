@@ -6,18 +6,22 @@ import Testing
 
 @Suite struct JobStoreTests {
     @Test func jobsUsageAndLinkBytesSurviveReopening() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)/jobs.sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "store-\(UUID().uuidString)/jobs.sqlite"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
         do {
             let store = try JobStore(path: path)
-            var job = JobRecord(id: "a1", url: "http://127.0.0.1/x", destination: "/tmp/x", tags: ["os"], allowMetered: true)
+            var job = JobRecord(
+                id: "a1", url: "http://127.0.0.1/x", destination: "/tmp/x", tags: ["os"], allowMetered: true)
             try store.insert(job)
             job.state = .waiting
             job.bytesDone = 1234
             job.rule = "pause-metered"
             try store.update(job)
-            try store.saveAccounting(usage: Usage(bytes: ["cellular@1700000000": 42]),
-                                     linkBytes: ["wwan0": (kind: "wwan", bytes: 99)])
+            try store.saveAccounting(
+                usage: Usage(bytes: ["cellular@1700000000": 42]),
+                linkBytes: ["wwan0": (kind: "wwan", bytes: 99)])
             #expect(throws: EngineError.self) { try store.insert(job) }
         }
         let reopened = try JobStore(path: path)

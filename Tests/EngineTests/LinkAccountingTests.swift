@@ -1,9 +1,10 @@
-@testable import Engine
 import Foundation
 import Links
 import Policy
 import TestSupport
 import Testing
+
+@testable import Engine
 
 @Suite struct LinkAccountingTests {
     @Test func bytesFollowTheConnectionsLinkNotTheNewPrimary() {
@@ -51,7 +52,8 @@ import Testing
         accounting.route(job: "own", link: "wwan0", budgetKey: nil)
         accounting.record(job: "own", bytes: 2_000)
         fake.value = 15_000
-        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: "cell@0", counter: fake.counter, at: t0 + 2) == 3_000)
+        #expect(
+            accounting.recordExternal(bytes: 1 << 40, budgetKey: "cell@0", counter: fake.counter, at: t0 + 2) == 3_000)
         #expect(accounting.usage.used("cell@0") == 3_000)
         // Already claimed: a second report gets nothing more.
         #expect(accounting.recordExternal(bytes: 100, budgetKey: "cell@0", counter: fake.counter, at: t0 + 3) == 0)
@@ -65,7 +67,8 @@ import Testing
         #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 100) == 0)
         // Over a gap of 15 minutes, 900 000 bytes: taken as spread evenly, only the last minute's 60 000 count.
         fake.value = 920_000
-        #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 1000) == 60_000)
+        #expect(
+            accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 1000) == 60_000)
         // A counter that went back (the interface was re-created) or cannot be read counts nothing.
         fake.value = 5
         #expect(accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + 1001) == 0)
@@ -127,7 +130,8 @@ import Testing
         for step in 1...20 {
             received += 100_000
             fake.value = received
-            claimed += accounting.recordExternal(bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + Double(step))
+            claimed += accounting.recordExternal(
+                bytes: 1 << 40, budgetKey: nil, counter: fake.counter, at: t0 + Double(step))
             accounting.record(job: "own", bytes: 100_000)
             own += 100_000
         }

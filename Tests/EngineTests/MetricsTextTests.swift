@@ -1,7 +1,8 @@
-@testable import Engine
 import Foundation
 import Links
 import Testing
+
+@testable import Engine
 
 @Suite struct MetricsTextTests {
     typealias Address = MetricsListener<ContinuousClock>.Address
@@ -38,7 +39,10 @@ import Testing
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "m 1\n")
         try MetricsTextfile<ContinuousClock>.replace(path, with: Data("m 2\n".utf8))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "m 2\n")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["meterwise.prom", "victim"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == [
+                "meterwise.prom", "victim",
+            ])
         #expect(MetricsTextfile<ContinuousClock>.problem(with: directory.appendingPathComponent("x.txt").path) != nil)
         #expect(MetricsTextfile<ContinuousClock>.problem(with: path) == nil)
     }

@@ -7,6 +7,7 @@ import Policy
 import RangeServer
 import TestSupport
 import Testing
+
 @testable import Transfer
 
 /// An outage is a wait, not a failure; a declared size is a hint; a job the daemon keeps dying under
@@ -19,11 +20,14 @@ import Testing
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
-    func withHarness(policy: String = Policies.standard, size: Int64 = 2 << 20, bytesPerSecond: Int? = 4 << 20,
-                     faults: [RangeFault] = [], tune: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in },
-                     _ body: (EngineHarness) async throws -> Void) async throws {
-        let harness = try await EngineHarness(policy: policy, size: size, bytesPerSecond: bytesPerSecond, faults: faults,
-                                              httpClient: Self.quickClient, tune: tune)
+    func withHarness(
+        policy: String = Policies.standard, size: Int64 = 2 << 20, bytesPerSecond: Int? = 4 << 20,
+        faults: [RangeFault] = [], tune: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in },
+        _ body: (EngineHarness) async throws -> Void
+    ) async throws {
+        let harness = try await EngineHarness(
+            policy: policy, size: size, bytesPerSecond: bytesPerSecond, faults: faults,
+            httpClient: Self.quickClient, tune: tune)
         try await harness.use(body)
     }
 
@@ -33,7 +37,9 @@ import Testing
 
     /// Twenty 503s in a row: far beyond `get`'s 8 retries, and the daemon's job still completes.
     @Test func fiveHundredsAreWaitedOut() async throws {
-        try await withHarness(faults: [.unavailable(retryAfter: 0, times: 20)], tune: { $0.retryCap = .milliseconds(300) }) { h in
+        try await withHarness(
+            faults: [.unavailable(retryAfter: 0, times: 20)], tune: { $0.retryCap = .milliseconds(300) }
+        ) { h in
             h.monitor.send(up: ["wlan0"], primary: "wlan0")
             let job = try await h.add()
             #expect(try await h.until(timeout: .seconds(40)) { try await h.state(job.id) == .completed })
@@ -52,7 +58,9 @@ import Testing
             #expect(await h.until(timeout: .seconds(40)) { retries(h) >= 10 }, "retries: \(retries(h))")
             let status = try await h.engine.status(job.id)
             #expect(status.job.state == .running)
-            #expect(status.nextRetryAt != nil && status.retryReason?.contains("refused") == true, "\(String(describing: status.retryReason))")
+            #expect(
+                status.nextRetryAt != nil && status.retryReason?.contains("refused") == true,
+                "\(String(describing: status.retryReason))")
             let back = try await RangeServer.start(port: port, content: h.server.content)
             defer { Task { try? await back.shutdown() } }
             #expect(try await h.until(timeout: .seconds(20)) { try await h.state(job.id) == .completed })
@@ -68,16 +76,18 @@ import Testing
             h.monitor.send(up: ["wlan0"], primary: "wlan0")
             let job = try await h.add()
             // Wait for a back-off of several seconds.
-            #expect(try await h.until(timeout: .seconds(30)) {
-                guard let next = try await h.engine.status(job.id).nextRetryAt else { return false }
-                return next.timeIntervalSinceNow > 4
-            }, "\(h.events.compactMap { if case let .notice(_, text) = $0 { text } else { nil } }.suffix(6))")
+            #expect(
+                try await h.until(timeout: .seconds(30)) {
+                    guard let next = try await h.engine.status(job.id).nextRetryAt else { return false }
+                    return next.timeIntervalSinceNow > 4
+                }, "\(h.events.compactMap { if case let .notice(_, text) = $0 { text } else { nil } }.suffix(6))")
             let back = try await RangeServer.start(port: port, content: h.server.content)
             defer { Task { try? await back.shutdown() } }
             let changed = ContinuousClock.now
             h.monitor.send(up: ["wlan0", "eth0"], primary: "wlan0")
-            #expect(try await h.until(timeout: .seconds(3)) { try await h.state(job.id) == .completed },
-                    "not completed within 3 s of the link change")
+            #expect(
+                try await h.until(timeout: .seconds(3)) { try await h.state(job.id) == .completed },
+                "not completed within 3 s of the link change")
             #expect(ContinuousClock.now - changed < .seconds(3))
         }
     }
@@ -110,7 +120,8 @@ import Testing
     /// The daemon died twice while a job ran without saving progress: the job fails with the reason
     /// instead of taking the daemon down a third time. Once is forgiven.
     @Test func aJobTheDaemonDiedUnderTwiceFails() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mw-interrupt-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "mw-interrupt-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("jobs.sqlite").path

@@ -46,7 +46,8 @@ import Testing
                 #expect(await h.until { h.server.openConnections == 0 })
                 let after = try Data(contentsOf: partial)
                 let atPause = try #require(seen.withLock { $0.last })
-                #expect(atPause.state == .waiting, "round \(round): the job said \(atPause.state) with its paused event")
+                #expect(
+                    atPause.state == .waiting, "round \(round): the job said \(atPause.state) with its paused event")
                 #expect(atPause.partial == after, "round \(round): the partial file changed after the paused event")
                 h.monitor.send(up: ["wlan0", "wwan0"], primary: "wlan0")
                 // Back on Wi-Fi: it waits for stable links (on the manual clock), then starts again.
@@ -57,10 +58,13 @@ import Testing
             // What was read and not kept (the pauses' in-flight bytes) is counted, and is less than what moved.
             let discarded = try #require(status.job.discardedBytes)
             #expect(discarded >= 0 && discarded < status.job.bytesFetched)
-            #expect(status.job.bytesFetched - discarded <= status.job.bytesDone + (256 << 10) * Int64(pauses),
-                    "fetched \(status.job.bytesFetched), discarded \(discarded), done \(status.job.bytesDone)")
+            #expect(
+                status.job.bytesFetched - discarded <= status.job.bytesDone + (256 << 10) * Int64(pauses),
+                "fetched \(status.job.bytesFetched), discarded \(discarded), done \(status.job.bytesDone)")
             let latencies = seen.withLock { $0.map(\.stopAfter) }.sorted()
-            print("decision -> stopped over \(pauses) pauses: p50 \(latencies[latencies.count / 2]), max \(latencies.last!), discarded \(discarded) B")
+            print(
+                "decision -> stopped over \(pauses) pauses: p50 \(latencies[latencies.count / 2]), max \(latencies.last!), discarded \(discarded) B"
+            )
         }
     }
 }

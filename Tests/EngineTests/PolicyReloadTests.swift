@@ -11,7 +11,9 @@ import Testing
     static let bomb: String = {
         var text = "version: 1\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
         for level in 1..<8 {
-            text += "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n"
+            text +=
+                "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ")
+                + "]\n"
         }
         return text + "? *l7\n: 1\n"
     }()
@@ -20,7 +22,8 @@ import Testing
         let harness = try await EngineHarness(policy: Policies.standard)
         let directory = harness.directory.appendingPathComponent("policies.d")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try Policies.standard.write(to: directory.appendingPathComponent("10-base.yaml"), atomically: true, encoding: .utf8)
+        try Policies.standard.write(
+            to: directory.appendingPathComponent("10-base.yaml"), atomically: true, encoding: .utf8)
         let logs = LogLines()
         let service = PolicyReloadService(
             engine: harness.engine, source: PolicySource(path: directory.path, origin: .explicit),
@@ -52,7 +55,8 @@ import Testing
                 _ = await harness.engine.list()
                 slowest = max(slowest, clock.now - started)
                 // One write can give several inotify events: wait for the rejection of this file's text.
-                rejected = logs.all.filter { $0.contains("policy not reloaded") }.count > rejectedBefore
+                rejected =
+                    logs.all.filter { $0.contains("policy not reloaded") }.count > rejectedBefore
                     && logs.all.last { $0.contains("policy not reloaded") }?.contains(location) == true
                 try? await Task.sleep(for: .milliseconds(2))
             }

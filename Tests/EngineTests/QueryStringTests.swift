@@ -21,7 +21,8 @@ import Testing
 
     @Test(arguments: [
         ("=", "has no name"), ("=x", "has no name"), ("size=1&size=2", "given twice"), ("%zz=1", "percent-encoding"),
-        ("size=%", "percent-encoding"), ("size=%ff", "percent-encoding"), (String(repeating: "a", count: 20_001), "over"),
+        ("size=%", "percent-encoding"), ("size=%ff", "percent-encoding"),
+        (String(repeating: "a", count: 20_001), "over"),
     ])
     func refuses(query: String, saying: String) {
         #expect {
@@ -35,7 +36,8 @@ import Testing
     @Test(arguments: [
         "/v1/decision?=", "/v1/decision?priority=-9223372036854775808", "/v1/decision?priority=9223372036854775807",
         "/v1/decision?size=-1", "/v1/decision?size=99999999999999999999", "/v1/decision?allow_metered=maybe",
-        "/v1/decision?==&&=", "/v1/decision?priority=1000001", "/v1/decision?tags=" + String(repeating: "x,", count: 65),
+        "/v1/decision?==&&=", "/v1/decision?priority=1000001",
+        "/v1/decision?tags=" + String(repeating: "x,", count: 65),
     ])
     func badQuestionsAreRefused(target: String) {
         #expect(throws: EngineError.self) { try ControlRouter<ContinuousClock>.decisionQuery(target) }
@@ -56,9 +58,11 @@ import Testing
         var rng = SplitMix(seed: seed)
         let alphabet = Array("=&%?+,;/ #aZ09\u{0}\u{1B}\u{9B}é€".unicodeScalars)
         for _ in 0..<5_000 {
-            let text = String(String.UnicodeScalarView((0..<Int.random(in: 0...40, using: &rng)).map { _ in
-                alphabet.randomElement(using: &rng)!
-            }))
+            let text = String(
+                String.UnicodeScalarView(
+                    (0..<Int.random(in: 0...40, using: &rng)).map { _ in
+                        alphabet.randomElement(using: &rng)!
+                    }))
             _ = try? QueryString.parse(Substring(text))
             _ = try? ControlRouter<ContinuousClock>.decisionQuery("/v1/decision?" + text)
         }
@@ -66,9 +70,11 @@ import Testing
         for _ in 0..<2_000 {
             var pairs: [(name: String, value: String)] = []
             for index in 0..<Int.random(in: 0...6, using: &rng) {
-                let value = String(String.UnicodeScalarView((0..<Int.random(in: 0...12, using: &rng)).map { _ in
-                    alphabet.randomElement(using: &rng)!
-                }))
+                let value = String(
+                    String.UnicodeScalarView(
+                        (0..<Int.random(in: 0...12, using: &rng)).map { _ in
+                            alphabet.randomElement(using: &rng)!
+                        }))
                 pairs.append(("n\(index)" + (index % 2 == 0 ? "é=&" : ""), value))
             }
             let query = pairs.map {
@@ -79,4 +85,3 @@ import Testing
         }
     }
 }
-

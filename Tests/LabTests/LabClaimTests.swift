@@ -28,8 +28,9 @@ struct LabClaimTests {
 
     func privateDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "mwclaims-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         return path
     }
 
@@ -53,7 +54,8 @@ struct LabClaimTests {
         let claimPath = directory + "/1-1.claim"
         let holder = try start([
             "python3", "-c",
-            "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\ntime.sleep(600)", claimPath,
+            "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\ntime.sleep(600)",
+            claimPath,
         ])
         defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
         #expect(await eventually { FileManager.default.fileExists(atPath: claimPath) && !LabClaim.isFree(claimPath) })
@@ -80,10 +82,15 @@ struct LabClaimTests {
         // Foundation's waitUntilExit can miss an exit: wait for the lock to be free instead.
         #expect(await eventually { LabClaim.isFree(claimPath) })
         let removed = LabClaim.sweep(directory: directory)
-        #expect(removed == [LabClaim.Removed(namespace: dead.name, pid: holder.processIdentifier,
-                                             killed: [inside.processIdentifier])])
-        #expect(removed.first?.message.hasPrefix(
-            "removed namespace \(dead.name) left by a lab that died (pid \(holder.processIdentifier))") == true)
+        #expect(
+            removed == [
+                LabClaim.Removed(
+                    namespace: dead.name, pid: holder.processIdentifier,
+                    killed: [inside.processIdentifier])
+            ])
+        #expect(
+            removed.first?.message.hasPrefix(
+                "removed namespace \(dead.name) left by a lab that died (pid \(holder.processIdentifier))") == true)
         #expect(try !Netns.exists(dead.name))
         #expect(await eventually { !inside.isRunning }, "the process inside the dead lab's namespace still runs")
         #expect(!FileManager.default.fileExists(atPath: claimPath))

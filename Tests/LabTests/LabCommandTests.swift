@@ -22,8 +22,10 @@ import Testing
             #expect(info.sha256 == content.sha256Hex())
             #expect(info.size == 1 << 20)
             #expect(info.url.hasPrefix("http://127.0.0.1:") && info.url.hasSuffix("/file"))
-            let fetched = try Command.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                                           info.url])
+            let fetched = try Command.run([
+                "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                info.url,
+            ])
             #expect(fetched == "200 1048576")
             server.terminate()
             await server.outputEnded()
@@ -33,9 +35,12 @@ import Testing
 
     @Test(.enabled(if: getuid() == 0 && Command.exists("setpriv"), "needs root and setpriv to drop to nobody"))
     func labWithoutRootSaysHowToRunIt() throws {
-        let run = try BinaryRun.run(["--reuid", "65534", "--regid", "65534", "--clear-groups", binary, "lab"],
-                                    executable: "/usr/bin/setpriv")
-        try #require(!run.stderr.contains("Permission denied"), "nobody cannot run \(binary): build in a directory others can read")
+        let run = try BinaryRun.run(
+            ["--reuid", "65534", "--regid", "65534", "--clear-groups", binary, "lab"],
+            executable: "/usr/bin/setpriv")
+        try #require(
+            !run.stderr.contains("Permission denied"),
+            "nobody cannot run \(binary): build in a directory others can read")
         #expect(run.status == 77)
         #expect(run.stderr.contains("needs root") && run.stderr.contains("sudo"))
     }
@@ -44,12 +49,17 @@ import Testing
     /// is made; a missing policy file too.
     @Test(.needsKernel, arguments: ["bad", "missing"])
     func labWithABadPolicyExits78(_ kind: String) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabpolicy-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "mwlabpolicy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let policy = directory.appendingPathComponent("policy.yaml").path
-        if kind == "bad" { try "version: 1\nrules:\n  - { name: a, when: { metered: maybe }, action: run }\n".write(toFile: policy, atomically: true, encoding: .utf8) }
-        let run = try BinaryRun.run(["lab", RepoPaths.file("scenarios/commute.yaml"), "--policy", policy], executable: binary)
+        if kind == "bad" {
+            try "version: 1\nrules:\n  - { name: a, when: { metered: maybe }, action: run }\n".write(
+                toFile: policy, atomically: true, encoding: .utf8)
+        }
+        let run = try BinaryRun.run(
+            ["lab", RepoPaths.file("scenarios/commute.yaml"), "--policy", policy], executable: binary)
         #expect(run.status == 78, "\(run.stderr)")
         #expect(run.stderr.contains(policy), "\(run.stderr)")
         #expect(!run.stderr.contains("Usage:"), "\(run.stderr)")
@@ -58,14 +68,14 @@ import Testing
     @Test(.needsKernel) func labWithGetPrintsTheJSONSummaryAndRemovesItsNamespaces() throws {
         let scenario = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabcli-\(getpid()).yaml").path
         try """
-            name: short
-            links:
-              wlan0: { kind: wlan }
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }
-              - { at: 200ms, primary: wlan0 }
-            """.write(toFile: scenario, atomically: true, encoding: .utf8)
+        name: short
+        links:
+          wlan0: { kind: wlan }
+          wwan0: { kind: wwan }
+        steps:
+          - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }
+          - { at: 200ms, primary: wlan0 }
+        """.write(toFile: scenario, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: scenario) }
         // What a SIGKILLed lab left: its work directory, a partial file inside. No process has this pid (it
         // is above any pid_max), so the next lab removes it and says so.
@@ -73,14 +83,16 @@ import Testing
         try FileManager.default.createDirectory(atPath: stale, withIntermediateDirectories: true)
         try Data(count: 4096).write(to: URL(fileURLWithPath: stale + "/lab.bin.part"))
         defer { try? FileManager.default.removeItem(atPath: stale) }
-        let run = try BinaryRun.run(["lab", scenario, "--downloader", "get", "--size", "2MiB", "--json"],
-                                    executable: binary)
+        let run = try BinaryRun.run(
+            ["lab", scenario, "--downloader", "get", "--size", "2MiB", "--json"],
+            executable: binary)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: stale), "the dead lab's \(stale) is still there")
         #expect(run.stderr.contains("lab: removed \(stale) left by a lab that died (pid 2147483646)"), "\(run.stderr)")
         // The JSON contract (docs/api.md): every line, events and summary, has snake_case keys only.
-        #expect(SnakeCase.violations(inLines: run.stdout, source: "lab --json").isEmpty,
-                "\(SnakeCase.violations(inLines: run.stdout, source: "lab --json"))")
+        #expect(
+            SnakeCase.violations(inLines: run.stdout, source: "lab --json").isEmpty,
+            "\(SnakeCase.violations(inLines: run.stdout, source: "lab --json"))")
         let last = try #require(run.stdout.split(separator: "\n").last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
         #expect(object["sha256_ok"] as? Bool == true)
@@ -99,8 +111,10 @@ import Testing
     /// along, the policy allows only unmetered links, and the bytes arrive on wlan0.
     @Test(.needsKernel) func engineKeepsToWlanWhileMeteredWwanIsPrimary() throws {
         let run = try BinaryRun.run(
-            ["lab", RepoPaths.file("scenarios/dual-uplink.yaml"), "--size", "8MiB", "--json",
-             "--policy", RepoPaths.file("bench/engine/dual-uplink-policy.yaml")],
+            [
+                "lab", RepoPaths.file("scenarios/dual-uplink.yaml"), "--size", "8MiB", "--json",
+                "--policy", RepoPaths.file("bench/engine/dual-uplink-policy.yaml"),
+            ],
             executable: binary)
         #expect(run.status == 0, "\(run.stderr)")
         let last = try #require(run.stdout.split(separator: "\n").last)
@@ -118,8 +132,10 @@ import Testing
     /// the engine paused while wwan0 was the primary.
     @Test(.needsKernel) func commuteInTheKernelPausesOnCellular() throws {
         let run = try BinaryRun.run(
-            ["lab", RepoPaths.file("scenarios/commute.yaml"), "--size", "16MiB", "--speed", "4", "--json",
-             "--policy", RepoPaths.file("policies/default.yaml")],
+            [
+                "lab", RepoPaths.file("scenarios/commute.yaml"), "--size", "16MiB", "--speed", "4", "--json",
+                "--policy", RepoPaths.file("policies/default.yaml"),
+            ],
             executable: binary)
         #expect(run.status == 0, "\(run.stderr)")
         let last = try #require(run.stdout.split(separator: "\n").last)

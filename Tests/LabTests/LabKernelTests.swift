@@ -18,18 +18,23 @@ import Testing
 
     /// A topology with wlan0 at 48 Mbit/s and wwan0 at 3 Mbit/s, the first step of `yaml` applied, and
     /// `meterwise serve` running in the internet namespace.
-    func withLab(_ name: String, primary: String = "wlan0", size: String = "512KiB",
-                 _ body: (LabTopology, LabRun.Served) async throws -> Void) async throws {
-        let scenario = try ScenarioParser.parse(Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: primary),
-                                                file: "two.yaml")
+    func withLab(
+        _ name: String, primary: String = "wlan0", size: String = "512KiB",
+        _ body: (LabTopology, LabRun.Served) async throws -> Void
+    ) async throws {
+        let scenario = try ScenarioParser.parse(
+            Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: primary),
+            file: "two.yaml")
         let uplinks = try LabTopology.uplinks(for: scenario)
         let topology = try LabTopology.create(uplinks: uplinks, prefix: "mwlabtest")
         defer { topology.teardown() }
         let driver = ScenarioDriver(scenario: scenario, uplinks: uplinks)
         try driver.apply(driver.plan()[0], in: topology.device)
         _ = try await ChildProcess.run(
-            ["ip", "netns", "exec", topology.internet.name, RepoPaths.binary, "serve",
-             "--host", LabTopology.serverAddress, "--port", "8080", "--size", size]
+            [
+                "ip", "netns", "exec", topology.internet.name, RepoPaths.binary, "serve",
+                "--host", LabTopology.serverAddress, "--port", "8080", "--size", size,
+            ]
         ) { server in
             var served: LabRun.Served?
             for await line in server.lines {
@@ -96,8 +101,9 @@ import Testing
                 #expect(try kernelState(topology) == step.state, "\(name) step \(step.index)")
                 for uplink in uplinks where step.state.up.contains(uplink.name) {
                     let table = try topology.device.ip("route", "show", "table", "\(uplink.table)")
-                    #expect(table.contains("default via \(uplink.gateway) dev \(uplink.name)"),
-                            "\(name) step \(step.index)")
+                    #expect(
+                        table.contains("default via \(uplink.gateway) dev \(uplink.name)"),
+                        "\(name) step \(step.index)")
                 }
             }
         }
@@ -129,7 +135,8 @@ import Testing
     }
 
     @Test func labRunWithGetReportsKernelCountersAndCleansUp() async throws {
-        let scenario = try ScenarioParser.parse("""
+        let scenario = try ScenarioParser.parse(
+            """
             name: short
             links:
               wlan0: { kind: wlan }
@@ -141,11 +148,12 @@ import Testing
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("mwlabtest-\(getpid()).bin").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         let binary = RepoPaths.binary
-        var lab = LabRun(scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
-                         serverCommand: { [binary, "serve", "--host", $0, "--port", "\($1)", "--size", "4MiB"] },
-                         engineCommand: {
-                             [binary, "get", $0.url, "-o", output, "--sha256", $0.sha256, "--json", "--force"]
-                         })
+        var lab = LabRun(
+            scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
+            serverCommand: { [binary, "serve", "--host", $0, "--port", "\($1)", "--size", "4MiB"] },
+            engineCommand: {
+                [binary, "get", $0.url, "-o", output, "--sha256", $0.sha256, "--json", "--force"]
+            })
         lab.timeout = .seconds(30)
         lab.namespacePrefix = "mwlabget"
         let report = try await lab.run()
@@ -160,23 +168,26 @@ import Testing
     }
 
     @Test func cancelledLabRunStopsItsChildrenAndRemovesNamespaces() async throws {
-        let scenario = try ScenarioParser.parse(Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: "wlan0"),
-                                                file: "two.yaml")
+        let scenario = try ScenarioParser.parse(
+            Self.twoLinks.replacingOccurrences(of: "PRIMARY", with: "wlan0"),
+            file: "two.yaml")
         // A "server" that prints its line and sleeps, an "engine" that says it started and sleeps: only
         // cancellation ends them.
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("mwlab-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: marker) }
-        var lab = LabRun(scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
-                         serverCommand: { _, _ in
-                             ["sh", "-c", #"echo '{"url":"u","sha256":"s","size":1}'; exec sleep 60"#]
-                         },
-                         engineCommand: { _ in ["sh", "-c", "touch '\(marker)'; exec sleep 60"] })
+        var lab = LabRun(
+            scenario: scenario, uplinks: try LabTopology.uplinks(for: scenario),
+            serverCommand: { _, _ in
+                ["sh", "-c", #"echo '{"url":"u","sha256":"s","size":1}'; exec sleep 60"#]
+            },
+            engineCommand: { _ in ["sh", "-c", "touch '\(marker)'; exec sleep 60"] })
         lab.timeout = .seconds(60)
         lab.namespacePrefix = "mwlabcancel"
         let run = Task { try await lab.run() }
         // Cancelled once both children run (the engine starts after the server's line), not after a guess.
-        #expect(await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: marker) },
-                "the engine command did not start")
+        #expect(
+            await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: marker) },
+            "the engine command did not start")
         let cancelled = ContinuousClock.now
         run.cancel()
         _ = try? await run.value

@@ -11,8 +11,9 @@ import Testing
 
     func privateDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "mwlabclaims-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         return path
     }
 
@@ -20,33 +21,39 @@ import Testing
     func scenario(_ name: String) throws -> String {
         let path = NSTemporaryDirectory() + "\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).yaml"
         try """
-            name: \(name)
-            links:
-              wlan0: { kind: wlan }
-              wwan0: { kind: wwan }
-            steps:
-              - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }
-              - { at: 200ms, primary: wlan0 }
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        name: \(name)
+        links:
+          wlan0: { kind: wlan }
+          wwan0: { kind: wwan }
+        steps:
+          - { at: 0s, up: [wlan0, wwan0], primary: wlan0 }
+          - { at: 200ms, primary: wlan0 }
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
     /// The lab's two namespaces, from its "lab: namespaces DEV (device) and NET (internet)" line.
     func namespaces(in stderr: String) -> [String] {
-        guard let line = stderr.split(separator: "\n").first(where: { $0.hasPrefix("lab: namespaces ") }) else { return [] }
+        guard let line = stderr.split(separator: "\n").first(where: { $0.hasPrefix("lab: namespaces ") }) else {
+            return []
+        }
         return line.split(separator: " ").map(String.init).filter { $0.hasPrefix("mw") && $0.contains("-") }
     }
 
     /// Runs a long lab (256 MiB through an 8 mbit/s wlan0: minutes) until its downloader runs, then `body`.
-    func withLongLab<T: Sendable>(claims: String, _ body: (ChildProcess, [String]) async throws -> T) async throws -> T {
+    func withLongLab<T: Sendable>(claims: String, _ body: (ChildProcess, [String]) async throws -> T) async throws -> T
+    {
         let file = try scenario("long")
         defer { try? FileManager.default.removeItem(atPath: file) }
         return try await ChildProcess.run(
-            ["METERWISE_LAB_DIR=\(claims)", binary, "lab", file, "--downloader", "get", "--size", "256MiB",
-             "--fast-rate", "8mbit", "--timeout", "600"]
+            [
+                "METERWISE_LAB_DIR=\(claims)", binary, "lab", file, "--downloader", "get", "--size", "256MiB",
+                "--fast-rate", "8mbit", "--timeout", "600",
+            ]
         ) { lab in
-            #expect(await eventually(timeout: .seconds(60)) { lab.stderrText.contains("lab: engine started") },
-                    "the lab did not start its downloader: \(lab.stderrText)")
+            #expect(
+                await eventually(timeout: .seconds(60)) { lab.stderrText.contains("lab: engine started") },
+                "the lab did not start its downloader: \(lab.stderrText)")
             let names = namespaces(in: lab.stderrText)
             try #require(names.count == 2, "no namespaces in: \(lab.stderrText)")
             return try await body(lab, names)
@@ -56,7 +63,7 @@ import Testing
     /// Whether `pid` runs (exists and is not a zombie waiting for its parent).
     static func running(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
+            let close = stat.lastIndex(of: ")")
         else { return false }
         return !stat[close...].hasPrefix(") Z")
     }
@@ -64,8 +71,9 @@ import Testing
     func shortLab(claims: String) throws -> BinaryRun {
         let file = try scenario("short")
         defer { try? FileManager.default.removeItem(atPath: file) }
-        return try BinaryRun.run(["lab", file, "--downloader", "get", "--size", "1MiB"], executable: binary,
-                                 prefix: ["/usr/bin/env", "METERWISE_LAB_DIR=\(claims)"])
+        return try BinaryRun.run(
+            ["lab", file, "--downloader", "get", "--size", "1MiB"], executable: binary,
+            prefix: ["/usr/bin/env", "METERWISE_LAB_DIR=\(claims)"])
     }
 
     @Test func theNextLabRemovesTheNamespacesAndProcessesOfAKilledLabAndSaysSo() async throws {
@@ -73,8 +81,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: claims) }
         let (pid, left, inside) = try await withLongLab(claims: claims) { lab, names in
             lab.kill()
-            #expect(await eventually { !FileManager.default.fileExists(atPath: "/proc/\(lab.pid)/exe") },
-                    "the lab did not die")
+            #expect(
+                await eventually { !FileManager.default.fileExists(atPath: "/proc/\(lab.pid)/exe") },
+                "the lab did not die")
             // SIGKILL gives no chance to clean up: the namespaces and the processes in them stay.
             let inside = names.flatMap { (try? Netns(name: $0).pids()) ?? [] }
             return (lab.pid, names.filter { (try? Netns.exists($0)) == true }, inside)
@@ -86,8 +95,9 @@ import Testing
         let next = try shortLab(claims: claims)
         #expect(next.status == 0, "\(next.stderr)")
         for name in left {
-            #expect(next.stderr.contains("lab: removed namespace \(name) left by a lab that died (pid \(pid))"),
-                    "\(next.stderr)")
+            #expect(
+                next.stderr.contains("lab: removed namespace \(name) left by a lab that died (pid \(pid))"),
+                "\(next.stderr)")
             #expect(try !Netns.exists(name), "\(name) left behind")
         }
         for process in inside { #expect(!Self.running(process), "process \(process) of the dead lab still runs") }

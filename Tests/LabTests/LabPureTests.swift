@@ -4,8 +4,11 @@ import Testing
 
 /// Rates, counters, uplinks and the analysis of samples: pure, no root.
 @Suite struct LabPureTests {
-    @Test(arguments: [("3mbit", 3_000_000), ("48Mbit", 48_000_000), ("500kbit", 500_000), ("1.5gbit", 1_500_000_000),
-                      ("2000000", 2_000_000)] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("3mbit", 3_000_000), ("48Mbit", 48_000_000), ("500kbit", 500_000), ("1.5gbit", 1_500_000_000),
+            ("2000000", 2_000_000),
+        ] as [(String, Int64)])
     func ratesParse(text: String, bits: Int64) {
         #expect(TrafficShaper.parseRate(text) == bits)
     }
@@ -16,9 +19,12 @@ import Testing
     }
 
     @Test func tbfHasABucketAGSOPacketFitsIn() {
-        #expect(TrafficShaper.tbf(interface: "wwan0p", rateBitsPerSecond: 3_000_000)
-                == ["qdisc", "replace", "dev", "wwan0p", "root", "tbf", "rate", "3000000bit", "burst", "32768b",
-                    "latency", "100ms"])
+        #expect(
+            TrafficShaper.tbf(interface: "wwan0p", rateBitsPerSecond: 3_000_000)
+                == [
+                    "qdisc", "replace", "dev", "wwan0p", "root", "tbf", "rate", "3000000bit", "burst", "32768b",
+                    "latency", "100ms",
+                ])
         #expect(TrafficShaper.burstBytes(rateBitsPerSecond: 400_000_000) == 1_000_000)
     }
 
@@ -34,13 +40,16 @@ import Testing
         #expect(counters.interfaces.count == 3)
         #expect(counters.interfaces["wlan0"] == .init(rx: 4_006_443, tx: 5879))
         #expect(counters.interfaces["wwan0"] == .init(rx: 4_036_935, tx: 42045))
-        let later = InterfaceCounters(interfaces: ["wlan0": .init(rx: 5_000_000, tx: 6000),
-                                                   "eth9": .init(rx: 1, tx: 1)])
+        let later = InterfaceCounters(interfaces: [
+            "wlan0": .init(rx: 5_000_000, tx: 6000),
+            "eth9": .init(rx: 1, tx: 1),
+        ])
         #expect(later.delta(since: counters) == ["wlan0": .init(rx: 993_557, tx: 121)])
     }
 
     @Test func uplinksFollowTheScenarioAndShapeSlowKinds() throws {
-        let scenario = try ScenarioParser.parse("""
+        let scenario = try ScenarioParser.parse(
+            """
             name: s
             links:
               wlan0: { kind: wlan }
@@ -59,8 +68,9 @@ import Testing
     }
 
     @Test func tooLongLinkNamesAreRefusedWithTheFix() throws {
-        let scenario = Scenario(name: "s", links: [.init(name: "averyveryverylongname", kind: .wlan)],
-                                steps: [.init(at: .zero, up: ["averyveryverylongname"])])
+        let scenario = Scenario(
+            name: "s", links: [.init(name: "averyveryverylongname", kind: .wlan)],
+            steps: [.init(at: .zero, up: ["averyveryverylongname"])])
         #expect {
             try LabTopology.uplinks(for: scenario)
         } throws: { error in
@@ -72,9 +82,11 @@ import Testing
     static let uplinks = RoutePlanTests.uplinks
 
     func applied(_ index: Int, at ms: Int, up: Set<String>, metrics: [String: Int]) -> ScenarioDriver.AppliedStep {
-        .init(step: .init(index: index, at: .milliseconds(ms), state: RouteState(up: up, metrics: metrics),
-                          commands: [], note: nil),
-              appliedAt: .milliseconds(ms))
+        .init(
+            step: .init(
+                index: index, at: .milliseconds(ms), state: RouteState(up: up, metrics: metrics),
+                commands: [], note: nil),
+            appliedAt: .milliseconds(ms))
     }
 
     func sample(_ ms: Int, _ wlan: Int64, _ wwan: Int64) -> LabAnalysis.Sample {
@@ -87,11 +99,14 @@ import Testing
             applied(1, at: 100, up: ["wwan0"], metrics: ["wwan0": 100]),
             applied(2, at: 200, up: ["wlan0", "wwan0"], metrics: ["wlan0": 100, "wwan0": 1001]),
         ]
-        let samples = [sample(0, 0, 0), sample(50, 5000, 10), sample(100, 9000, 10), sample(110, 9500, 10),
-                       sample(120, 9500, 10), sample(150, 9500, 3000), sample(200, 9500, 3000),
-                       sample(250, 20000, 3000)]
-        let figures = LabAnalysis.steps(steps, samples: samples, previous: .initial(Self.uplinks),
-                                        until: .milliseconds(260))
+        let samples = [
+            sample(0, 0, 0), sample(50, 5000, 10), sample(100, 9000, 10), sample(110, 9500, 10),
+            sample(120, 9500, 10), sample(150, 9500, 3000), sample(200, 9500, 3000),
+            sample(250, 20000, 3000),
+        ]
+        let figures = LabAnalysis.steps(
+            steps, samples: samples, previous: .initial(Self.uplinks),
+            until: .milliseconds(260))
         #expect(figures.map(\.primary) == ["wlan0", "wwan0", "wlan0"])
         #expect(figures[0].rxBytes == ["wlan0": 9000, "wwan0": 10])
         #expect(figures[1].rxBytes == ["wlan0": 500, "wwan0": 2990])

@@ -5,10 +5,11 @@ import Testing
 /// The `--json` summary: what it takes from the engine's last line and what it adds from the kernel.
 @Suite struct LabReportTests {
     func report(summary: String?, exit: Int32 = 0) -> LabReport {
-        LabReport(scenario: "commute", sha256: "ab", size: 10, engineExit: exit, engineSummary: summary,
-                  engineEvents: [(at: .milliseconds(1500), json: #"{"event":"paused"}"#)],
-                  interfaces: ["wlan0": .init(rx: 12, tx: 3), "wwan0": .init(rx: 1, tx: 0)],
-                  steps: [], meteredPrimaryBytes: ["wwan0": 1], duration: .seconds(2), engineStderr: "")
+        LabReport(
+            scenario: "commute", sha256: "ab", size: 10, engineExit: exit, engineSummary: summary,
+            engineEvents: [(at: .milliseconds(1500), json: #"{"event":"paused"}"#)],
+            interfaces: ["wlan0": .init(rx: 12, tx: 3), "wwan0": .init(rx: 1, tx: 0)],
+            steps: [], meteredPrimaryBytes: ["wwan0": 1], duration: .seconds(2), engineStderr: "")
     }
 
     @Test func engineSummaryGivesVerdictAndPerLinkBytes() throws {

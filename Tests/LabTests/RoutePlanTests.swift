@@ -29,25 +29,28 @@ import Testing
         let plan = ScenarioDriver(scenario: try Self.scenario(Self.commute), uplinks: Self.uplinks).plan()
         #expect(plan.map(\.at) == [.zero, .seconds(8), .seconds(20)])
         // First routes go in file order; nothing is demoted.
-        #expect(plan[0].commands == [
-            ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
-            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
-        ])
+        #expect(
+            plan[0].commands == [
+                ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
+                ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
+            ])
         // Wi-Fi drops first, then cellular is promoted: the order a connection manager produces.
-        #expect(plan[1].commands == [
-            ["link", "set", "wlan0", "down"],
-            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
-            ["route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
-        ])
+        #expect(
+            plan[1].commands == [
+                ["link", "set", "wlan0", "down"],
+                ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
+                ["route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
+            ])
         // Cellular is demoted before Wi-Fi comes back, so two routes never share a metric; the link's
         // policy-table route comes back with it (the kernel dropped it on link down).
-        #expect(plan[2].commands == [
-            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
-            ["route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
-            ["link", "set", "wlan0", "up"],
-            ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "table", "101"],
-            ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
-        ])
+        #expect(
+            plan[2].commands == [
+                ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
+                ["route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
+                ["link", "set", "wlan0", "up"],
+                ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "table", "101"],
+                ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
+            ])
         #expect(plan.map(\.state.primary) == ["wlan0", "wwan0", "wlan0"])
     }
 
@@ -62,12 +65,13 @@ import Testing
               - { at: 10s, primary: wlan0 }
             """
         let plan = ScenarioDriver(scenario: try Self.scenario(yaml), uplinks: Self.uplinks).plan()
-        #expect(plan[1].commands == [
-            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
-            ["route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
-            ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
-            ["route", "del", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "1000"],
-        ])
+        #expect(
+            plan[1].commands == [
+                ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "1001"],
+                ["route", "del", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
+                ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "100"],
+                ["route", "del", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "1000"],
+            ])
     }
 
     @Test func aLinkDownFromTheStartIsTakenDown() throws {
@@ -81,20 +85,23 @@ import Testing
               - { at: 2s, up: [wlan0] }
             """
         let plan = ScenarioDriver(scenario: try Self.scenario(yaml), uplinks: Self.uplinks, speed: 2).plan()
-        #expect(plan[0].commands == [
-            ["link", "set", "wlan0", "down"],
-            ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
-        ])
+        #expect(
+            plan[0].commands == [
+                ["link", "set", "wlan0", "down"],
+                ["route", "replace", "default", "via", "10.77.2.1", "dev", "wwan0", "metric", "100"],
+            ])
         #expect(plan[1].at == .seconds(1))
-        #expect(plan[1].commands == [
-            ["link", "set", "wlan0", "up"],
-            ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "table", "101"],
-            ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "1000"],
-        ])
+        #expect(
+            plan[1].commands == [
+                ["link", "set", "wlan0", "up"],
+                ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "table", "101"],
+                ["route", "replace", "default", "via", "10.77.1.1", "dev", "wlan0", "metric", "1000"],
+            ])
     }
 
     @Test func stepsRunAsOneIpBatch() {
-        #expect(ScenarioDriver.batch([["link", "set", "wlan0", "down"], ["route", "del", "default", "dev", "wwan0"]])
+        #expect(
+            ScenarioDriver.batch([["link", "set", "wlan0", "down"], ["route", "del", "default", "dev", "wwan0"]])
                 == "link set wlan0 down\nroute del default dev wwan0\n")
     }
 

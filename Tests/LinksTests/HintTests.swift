@@ -1,17 +1,22 @@
-@testable import Links
 import Testing
+
+@testable import Links
 
 /// Hints from outside the kernel joined to the kernel's links, and the monitor that joins them.
 @Suite struct HintTests {
     static func snapshot(_ links: [Link]) -> LinkSnapshot {
-        LinkSnapshot(links: links, defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100)])
+        LinkSnapshot(
+            links: links, defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100)])
     }
 
     static let wlan = Link(index: 2, name: "wlan0", kind: .wlan, kindSource: "devtype=wlan", up: true, running: true)
 
     @Test func hintsJoinByNameAndSayWhereTheyCameFrom() {
         let hints = LinkHints(
-            byName: ["wlan0": LinkHint(metered: true, meteredSource: "networkmanager: guess-yes", ssid: "Pixel", bssid: "aa:bb")],
+            byName: [
+                "wlan0": LinkHint(
+                    metered: true, meteredSource: "networkmanager: guess-yes", ssid: "Pixel", bssid: "aa:bb")
+            ],
             sources: ["networkmanager"])
         let joined = Self.snapshot([Self.wlan]).applying(hints)
         let link = joined.link(named: "wlan0")
@@ -20,7 +25,10 @@ import Testing
         #expect(link?.ssid == "Pixel" && link?.bssid == "aa:bb")
         #expect(joined.hintSources == ["networkmanager"])
         // A hint for a link the kernel does not have changes nothing.
-        #expect(Self.snapshot([Self.wlan]).applying(LinkHints(byName: ["eth9": LinkHint(metered: true)])).links == [Self.wlan])
+        #expect(
+            Self.snapshot([Self.wlan]).applying(LinkHints(byName: ["eth9": LinkHint(metered: true)])).links == [
+                Self.wlan
+            ])
     }
 
     @Test func anExplicitVerdictWinsOverAGuessWhateverTheOrder() {
@@ -28,7 +36,9 @@ import Testing
         let explicit = LinkHint(metered: false, meteredSource: "networkmanager: no", explicit: true)
         #expect(guess.filling(from: explicit).metered == false)
         #expect(explicit.filling(from: guess).metered == false)
-        #expect(guess.filling(from: LinkHint(metered: false, meteredSource: "other guess")).meteredSource == "dhcp: ANDROID_METERED")
+        #expect(
+            guess.filling(from: LinkHint(metered: false, meteredSource: "other guess")).meteredSource
+                == "dhcp: ANDROID_METERED")
         let merged = LinkHints.merging([
             LinkHints(byName: ["wlan0": guess], sources: ["a"]), LinkHints(byName: ["wlan0": explicit], sources: ["b"]),
         ])
@@ -50,8 +60,9 @@ import Testing
         again.timestamp = 3
         #expect(join.snapshot(again) == nil)
         // A hint alone (no kernel change) is a new snapshot, numbered next.
-        let metered = LinkHints(byName: ["wlan0": LinkHint(metered: true, meteredSource: "networkmanager: yes", explicit: true)],
-                                sources: ["networkmanager"])
+        let metered = LinkHints(
+            byName: ["wlan0": LinkHint(metered: true, meteredSource: "networkmanager: yes", explicit: true)],
+            sources: ["networkmanager"])
         let second = join.hints(metered, from: 0)
         #expect(second?.sequence == 2)
         #expect(second?.link(named: "wlan0")?.meteredHint == true)
@@ -66,8 +77,10 @@ import Testing
         source.send(.none)
         let first = try await iterator.next()
         #expect(first?.link(named: "wlan0")?.meteredHint == nil)
-        source.send(LinkHints(byName: ["wlan0": LinkHint(metered: true, meteredSource: "networkmanager: guess-yes")],
-                              sources: ["networkmanager"]))
+        source.send(
+            LinkHints(
+                byName: ["wlan0": LinkHint(metered: true, meteredSource: "networkmanager: guess-yes")],
+                sources: ["networkmanager"]))
         let second = try await iterator.next()
         #expect(second?.link(named: "wlan0")?.meteredHint == true)
         #expect(second?.sequence == (first?.sequence ?? 0) + 1)

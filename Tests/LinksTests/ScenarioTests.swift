@@ -99,8 +99,9 @@ import Testing
 
     @Test func monitorFinishesAtEnd() async throws {
         let text = "links:\n  a: { kind: wlan }\nsteps:\n  - { at: 0s, up: [a], primary: a }\n"
-        let monitor = ScenarioLinkMonitor(scenario: try ScenarioParser.parse(text, file: "t.yaml"),
-                                          clock: ContinuousClock(), speed: 100)
+        let monitor = ScenarioLinkMonitor(
+            scenario: try ScenarioParser.parse(text, file: "t.yaml"),
+            clock: ContinuousClock(), speed: 100)
         var count = 0
         for try await _ in monitor.snapshots() { count += 1 }
         #expect(count == 1)

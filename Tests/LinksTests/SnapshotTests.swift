@@ -9,32 +9,40 @@ import Testing
     @Test func lowestMetricWins() {
         let snapshot = LinkSnapshot(
             links: [link(2, "wlan0", .wlan), link(3, "wwan0", .wwan)],
-            defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 600),
-                            DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 600),
+                DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
+            ])
         #expect(snapshot.primary?.name == "wlan0")
     }
 
     @Test func remetricMovesPrimary() {
         let snapshot = LinkSnapshot(
             links: [link(2, "wlan0", .wlan), link(3, "wwan0", .wwan)],
-            defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 50),
-                            DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 50),
+                DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
+            ])
         #expect(snapshot.primary?.name == "wwan0")
     }
 
     @Test func ipv4BeforeIPv6() {
         let snapshot = LinkSnapshot(
             links: [link(2, "wlan0", .wlan), link(3, "wwan0", .wwan)],
-            defaultRoutes: [DefaultRoute(family: .ipv6, linkIndex: 2, link: "wlan0", metric: 1),
-                            DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv6, linkIndex: 2, link: "wlan0", metric: 1),
+                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 1000),
+            ])
         #expect(snapshot.primary?.name == "wwan0")
     }
 
     @Test func ipv6OnlyPrimary() {
         let snapshot = LinkSnapshot(
             links: [link(2, "wlan0", .wlan), link(3, "wwan0", .wwan)],
-            defaultRoutes: [DefaultRoute(family: .ipv6, linkIndex: 3, link: "wwan0", metric: 1024),
-                            DefaultRoute(family: .ipv6, linkIndex: 2, link: "wlan0", metric: 600)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv6, linkIndex: 3, link: "wwan0", metric: 1024),
+                DefaultRoute(family: .ipv6, linkIndex: 2, link: "wlan0", metric: 600),
+            ])
         #expect(snapshot.primary?.name == "wlan0")
     }
 
@@ -42,8 +50,10 @@ import Testing
         // The kernel keeps IPv6 routes (and briefly IPv4 ones) of a link that lost its carrier.
         let snapshot = LinkSnapshot(
             links: [link(2, "wlan0", .wlan, up: true, running: false), link(3, "wwan0", .wwan)],
-            defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
-                            DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 600)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
+                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wwan0", metric: 600),
+            ])
         #expect(snapshot.primary?.name == "wwan0")
         #expect(snapshot.uplinks.map(\.name) == ["wwan0"])
     }
@@ -51,8 +61,10 @@ import Testing
     @Test func lingeringV4FallsBackToV6() {
         let snapshot = LinkSnapshot(
             links: [link(2, "wlan0", .wlan, up: false, running: false), link(3, "eth0", .ethernet)],
-            defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
-                            DefaultRoute(family: .ipv6, linkIndex: 3, link: "eth0", metric: 1024)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv4, linkIndex: 2, link: "wlan0", metric: 100),
+                DefaultRoute(family: .ipv6, linkIndex: 3, link: "eth0", metric: 1024),
+            ])
         #expect(snapshot.primary?.name == "eth0")
     }
 
@@ -64,8 +76,10 @@ import Testing
     @Test func metricTieBreaksOnIndex() {
         let snapshot = LinkSnapshot(
             links: [link(2, "eth0", .ethernet), link(3, "wlan0", .wlan)],
-            defaultRoutes: [DefaultRoute(family: .ipv4, linkIndex: 3, link: "wlan0", metric: 100),
-                            DefaultRoute(family: .ipv4, linkIndex: 2, link: "eth0", metric: 100)])
+            defaultRoutes: [
+                DefaultRoute(family: .ipv4, linkIndex: 3, link: "wlan0", metric: 100),
+                DefaultRoute(family: .ipv4, linkIndex: 2, link: "eth0", metric: 100),
+            ])
         #expect(snapshot.primary?.name == "eth0")
     }
 

@@ -2,8 +2,10 @@ import ConfigKit
 import Testing
 
 @Suite struct UnitsTests {
-    @Test(arguments: [("512", Int64(512)), ("4096B", 4096), ("5MiB", 5 << 20), ("1.5GiB", 3 << 29),
-                      ("700MB", 700_000_000), ("512KiB", 512 << 10), ("2K", 2048), ("1 MiB", 1 << 20)])
+    @Test(arguments: [
+        ("512", Int64(512)), ("4096B", 4096), ("5MiB", 5 << 20), ("1.5GiB", 3 << 29),
+        ("700MB", 700_000_000), ("512KiB", 512 << 10), ("2K", 2048), ("1 MiB", 1 << 20),
+    ])
     func parsesBytes(text: String, bytes: Int64) {
         #expect(Units.parseBytes(text) == bytes)
     }
@@ -13,8 +15,10 @@ import Testing
         #expect(Units.parseBytes(text) == nil)
     }
 
-    @Test(arguments: [("200ms", Duration.milliseconds(200)), ("5s", .seconds(5)), ("1h30m", .seconds(5400)),
-                      ("2d", .seconds(172_800)), ("1.5s", .milliseconds(1500)), ("0", .zero), ("10m", .seconds(600))])
+    @Test(arguments: [
+        ("200ms", Duration.milliseconds(200)), ("5s", .seconds(5)), ("1h30m", .seconds(5400)),
+        ("2d", .seconds(172_800)), ("1.5s", .milliseconds(1500)), ("0", .zero), ("10m", .seconds(600)),
+    ])
     func parsesDurations(text: String, duration: Duration) {
         #expect(Units.parseDuration(text) == duration)
     }

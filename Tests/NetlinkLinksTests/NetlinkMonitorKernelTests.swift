@@ -149,23 +149,27 @@ import Testing
         try await withMonitor("followedStateEqualsAFreshRead") { uplinks, recorder in
             // Routes come and go by events; a link goes down (the kernel drops its IPv4 routes silently),
             // comes back, and gets a new default; other tables and non-default routes change meanwhile.
-            try batch(uplinks, (0..<500).map { "route add 10.98.\($0 >> 8).\($0 & 255)/32 dev wlan0" } + [
-                "route add default via 10.77.2.1 dev wwan0 metric 50 table 100",
-                "route add default via 10.77.2.1 dev wwan0 metric 900",
-                "link set wlan0 down",
-                "link set wlan0 up",
-                "route add default via 10.77.1.1 dev wlan0 metric 300",
-                "route del default via 10.77.2.1 dev wwan0 metric 600",
-            ])
-            #expect(await eventually {
-                recorder.latest?.defaultRoutes.filter { $0.family == .ipv4 }.map(\.metric).sorted() == [300, 900]
-            }, "followed: \(String(describing: recorder.latest?.defaultRoutes))")
+            try batch(
+                uplinks,
+                (0..<500).map { "route add 10.98.\($0 >> 8).\($0 & 255)/32 dev wlan0" } + [
+                    "route add default via 10.77.2.1 dev wwan0 metric 50 table 100",
+                    "route add default via 10.77.2.1 dev wwan0 metric 900",
+                    "link set wlan0 down",
+                    "link set wlan0 up",
+                    "route add default via 10.77.1.1 dev wlan0 metric 300",
+                    "route del default via 10.77.2.1 dev wwan0 metric 600",
+                ])
+            #expect(
+                await eventually {
+                    recorder.latest?.defaultRoutes.filter { $0.family == .ipv4 }.map(\.metric).sorted() == [300, 900]
+                }, "followed: \(String(describing: recorder.latest?.defaultRoutes))")
             // A monitor started now reads the same state from scratch.
             let fresh = NetlinkLinkMonitor(namespacePath: uplinks.device.path).snapshots()
             var iterator = fresh.makeAsyncIterator()
             let read = try #require(try await iterator.next())
-            #expect(recorder.latest?.sameState(as: read) == true,
-                    "followed \(String(describing: recorder.latest?.defaultRoutes)) read \(read.defaultRoutes)")
+            #expect(
+                recorder.latest?.sameState(as: read) == true,
+                "followed \(String(describing: recorder.latest?.defaultRoutes)) read \(read.defaultRoutes)")
         }
     }
 }

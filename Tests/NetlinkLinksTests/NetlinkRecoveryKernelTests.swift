@@ -64,8 +64,9 @@ import Testing
         // The next receive fails; then two reopens fail to open and one fails to dump; the fourth works.
         scripted.arm([.receive: 1, .open: 2, .dump: 1])
         try uplinks.device.ip("link", "set", "wlan0", "down")
-        #expect(await eventually(timeout: .seconds(10)) { recorder.latest?.primary?.name == "wwan0" },
-                "the change during the failures was not read again after the reopen")
+        #expect(
+            await eventually(timeout: .seconds(10)) { recorder.latest?.primary?.name == "wwan0" },
+            "the change during the failures was not read again after the reopen")
         #expect(scripted.thrown.withLock { $0 } == [.receive, .open, .open, .dump])
 
         // Monitoring goes on: a later change is followed by events.
@@ -83,8 +84,9 @@ import Testing
         let scripted = ScriptedFaults()
         let monitor = NetlinkLinkMonitor(
             namespacePath: uplinks.device.path,
-            recovery: .init(firstDelay: .milliseconds(10), maxDelay: .milliseconds(40), maxFailures: 5,
-                            window: .milliseconds(200)),
+            recovery: .init(
+                firstDelay: .milliseconds(10), maxDelay: .milliseconds(40), maxFailures: 5,
+                window: .milliseconds(200)),
             faults: scripted.faults)
         let recorder = Recorder()
         let consumer = watch(monitor, into: recorder)

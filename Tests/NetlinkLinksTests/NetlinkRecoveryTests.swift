@@ -21,8 +21,13 @@ struct NetlinkRecoveryTests {
     @Test func givesUpOnlyAfterEnoughFailuresOverTheWindow() {
         var recovery = NetlinkRecovery(limits: Self.limits)
         // Ten quick failures are not enough: the window has not passed.
-        for second in 0..<10 { #expect(recovery.failed(at: .seconds(second)) != .giveUp(failures: 10, over: .seconds(9))) }
-        guard case .reopen = recovery.failed(at: .seconds(30)) else { Issue.record("gave up before the window"); return }
+        for second in 0..<10 {
+            #expect(recovery.failed(at: .seconds(second)) != .giveUp(failures: 10, over: .seconds(9)))
+        }
+        guard case .reopen = recovery.failed(at: .seconds(30)) else {
+            Issue.record("gave up before the window")
+            return
+        }
         #expect(recovery.failed(at: .seconds(61)) == .giveUp(failures: 12, over: .seconds(61)))
     }
 
@@ -45,8 +50,9 @@ struct NetlinkRecoveryTests {
     }
 
     @Test func limitsAreClampedToSaneValues() {
-        let limits = NetlinkRecovery.Limits(firstDelay: .seconds(-1), maxDelay: .seconds(-5), maxFailures: 0,
-                                            window: .seconds(-1))
+        let limits = NetlinkRecovery.Limits(
+            firstDelay: .seconds(-1), maxDelay: .seconds(-5), maxFailures: 0,
+            window: .seconds(-1))
         var recovery = NetlinkRecovery(limits: limits)
         #expect(recovery.failed(at: .zero) == .giveUp(failures: 1, over: .zero))
     }

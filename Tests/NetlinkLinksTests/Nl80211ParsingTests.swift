@@ -83,17 +83,19 @@ import Testing
 
     @Test func theHelperEncodesLikeTheKernel() {
         let built = B.message(
-            command: 34, attributes: B.u32(46, 5) + B.u32(3, 3) + B.attribute(153, B.host(UInt64(1)))
+            command: 34,
+            attributes: B.u32(46, 5) + B.u32(3, 3) + B.attribute(153, B.host(UInt64(1)))
                 + B.attribute(47, Array(Self.bssEntry[52...])), sequence: 0x6650_f3a2)
         #expect(built == Self.bssEntry)
     }
 
     /// Only the BSS the interface is associated with (or the IBSS it joined) is its BSSID; one it is merely
     /// authenticated with, or only saw in a scan, is not.
-    @Test(arguments: [
-        (nil, nil), (Nl80211.BSSStatus.authenticated, nil), (Nl80211.BSSStatus.associated, "0a:00:00:00:00:01"),
-        (Nl80211.BSSStatus.ibssJoined, "0a:00:00:00:00:01"), (UInt32(7), nil),
-    ] as [(UInt32?, String?)])
+    @Test(
+        arguments: [
+            (nil, nil), (Nl80211.BSSStatus.authenticated, nil), (Nl80211.BSSStatus.associated, "0a:00:00:00:00:01"),
+            (Nl80211.BSSStatus.ibssJoined, "0a:00:00:00:00:01"), (UInt32(7), nil),
+        ] as [(UInt32?, String?)])
     func onlyTheCurrentBSSCounts(status: UInt32?, expected: String?) {
         let seen = B.bss(interface: 3, bssid: [0x3c, 0, 0, 0, 0, 9], status: nil)
         let tested = B.bss(interface: 3, bssid: [0x0a, 0, 0, 0, 0, 1], status: status)
@@ -105,9 +107,10 @@ import Testing
 
     /// A client's SSID is the network this link uses; an access point's (or P2P GO's, mesh's, monitor's) is
     /// not, so those give no hint even with an SSID and a BSS.
-    @Test(arguments: [
-        (1, true), (2, true), (3, false), (6, false), (7, false), (8, true), (9, false), (10, false),
-    ] as [(UInt32, Bool)])
+    @Test(
+        arguments: [
+            (1, true), (2, true), (3, false), (6, false), (7, false), (8, true), (9, false), (10, false),
+        ] as [(UInt32, Bool)])
     func onlyClientInterfacesGiveHints(type: UInt32, hinted: Bool) {
         let state = Self.state(
             interfaces: [B.interface(index: 4, name: "wlp2s0", type: type, ssid: Array("Home".utf8))],
@@ -125,11 +128,12 @@ import Testing
 
     /// SSIDs are bytes: UTF-8 shows as text, anything else as lowercase hex (as NetworkManager's are shown);
     /// an empty or over-long (> 32 bytes) SSID attribute gives no SSID.
-    @Test(arguments: [
-        (Array("Café ☕".utf8), "Café ☕"), ([0xff, 0x00, 0x41], "ff0041"), (Array("a\nb".utf8), "610a62"),
-        ([], nil), (Array(repeating: 0x41, count: 32), String(repeating: "A", count: 32)),
-        (Array(repeating: 0x41, count: 33), nil),
-    ] as [([UInt8], String?)])
+    @Test(
+        arguments: [
+            (Array("Café ☕".utf8), "Café ☕"), ([0xff, 0x00, 0x41], "ff0041"), (Array("a\nb".utf8), "610a62"),
+            ([], nil), (Array(repeating: 0x41, count: 32), String(repeating: "A", count: 32)),
+            (Array(repeating: 0x41, count: 33), nil),
+        ] as [([UInt8], String?)])
     func ssidRendering(bytes: [UInt8], expected: String?) {
         let state = Self.state(interfaces: [B.interface(index: 3, name: "wlan0", type: 2, ssid: bytes)], scans: [])
         #expect(state.hints.byName["wlan0"]?.ssid == expected)
@@ -149,15 +153,16 @@ import Testing
         #expect(WirelessInterface(message.attributes)?.name == "wlan0")
     }
 
-    @Test(arguments: [
-        ("zero nla_len", [0, 0, 3, 0, 3, 0, 0, 0]),
-        ("nla_len below the header", [3, 0, 3, 0, 3, 0, 0, 0]),
-        ("nla_len past the end", [12, 0, 3, 0, 3, 0, 0, 0]),
-        ("huge nla_len", [0xff, 0xff, 3, 0, 3, 0, 0, 0]),
-        ("a header cut short", [8, 0, 3, 0, 3, 0, 0, 0, 8, 0]),
-        ("trailing bytes", [8, 0, 3, 0, 3, 0, 0, 0, 0]),
-        ("half a header", [8, 0]),
-    ] as [(String, [UInt8])])
+    @Test(
+        arguments: [
+            ("zero nla_len", [0, 0, 3, 0, 3, 0, 0, 0]),
+            ("nla_len below the header", [3, 0, 3, 0, 3, 0, 0, 0]),
+            ("nla_len past the end", [12, 0, 3, 0, 3, 0, 0, 0]),
+            ("huge nla_len", [0xff, 0xff, 3, 0, 3, 0, 0, 0]),
+            ("a header cut short", [8, 0, 3, 0, 3, 0, 0, 0, 8, 0]),
+            ("trailing bytes", [8, 0, 3, 0, 3, 0, 0, 0, 0]),
+            ("half a header", [8, 0]),
+        ] as [(String, [UInt8])])
     func malformedAttributesAreRefused(_ what: String, bytes: [UInt8]) {
         #expect(NetlinkAttributes(bytes) == nil, "\(what)")
     }
@@ -197,7 +202,8 @@ import Testing
     }
 
     @Test func datagramsSplitIntoMessages() {
-        let done = B.host(UInt32(20)) + B.host(UInt16(3)) + B.host(UInt16(2)) + B.host(UInt32(1)) + B.host(UInt32(0))
+        let done =
+            B.host(UInt32(20)) + B.host(UInt16(3)) + B.host(UInt16(2)) + B.host(UInt32(1)) + B.host(UInt32(0))
             + [0, 0, 0, 0]
         let datagram = Self.interfaceReply + Self.bssEntry + done
         #expect(GenericNetlinkMessage.messages(in: datagram[...]).map(\.command) == [7, 34])

@@ -28,18 +28,26 @@ import Testing
         ("defaults:\n  throttle: 9223372036854775807/s\n", 3, 13, "throttle must be at most 100GiB/s"),
         ("rules:\n  - { name: r, throttle: 1e400/s }\n", 3, 26, "bad rate"),
         ("rules:\n  - { name: r, throttle: 18446744073709551616TiB/s }\n", 3, 26, "throttle must be at most 100GiB/s"),
-        ("rules:\n  - { name: r, action: run, budget: { bytes: 1025TiB, period: daily } }\n", 3, 46,
-         "budget bytes must be at most 1PiB"),
+        (
+            "rules:\n  - { name: r, action: run, budget: { bytes: 1025TiB, period: daily } }\n", 3, 46,
+            "budget bytes must be at most 1PiB"
+        ),
         ("rules:\n  - { name: r, action: run, budget: { bytes: inf, period: daily } }\n", 3, 46, "bad size"),
         ("rules:\n  - { name: r, action: run, when: { size: \"< 2048TiB\" } }\n", 3, 43, "bad size test"),
         ("rules:\n  - { name: r, action: run, when: { size: \"99999999999999999999999\" } }\n", 3, 43, "bad size test"),
         ("rules:\n  - { name: r, action: run, when: { priority: \">= 1000001\" } }\n", 3, 47, "bad priority test"),
-        ("rules:\n  - { name: r, action: run, when: { priority: \"= -9223372036854775808\" } }\n", 3, 47,
-         "bad priority test"),
-        ("rules:\n  - { name: r, action: run, when: { priority: \"<= 9223372036854775807\" } }\n", 3, 47,
-         "bad priority test"),
-        ("rules:\n  - { name: r, action: run, budget: { bytes: 1MiB, period: daily }, when: { budget_left: \"> 1e30\" } }\n",
-         3, 90, "bad budget_left test"),
+        (
+            "rules:\n  - { name: r, action: run, when: { priority: \"= -9223372036854775808\" } }\n", 3, 47,
+            "bad priority test"
+        ),
+        (
+            "rules:\n  - { name: r, action: run, when: { priority: \"<= 9223372036854775807\" } }\n", 3, 47,
+            "bad priority test"
+        ),
+        (
+            "rules:\n  - { name: r, action: run, budget: { bytes: 1MiB, period: daily }, when: { budget_left: \"> 1e30\" } }\n",
+            3, 90, "bad budget_left test"
+        ),
         ("version: 99999999999999999999\n", 1, 10, "version must be from 1 to 1000"),
     ])
     func hostileNumbersAreLocatedErrors(body: String, line: Int, column: Int, message: String) {
@@ -51,15 +59,18 @@ import Testing
     }
 
     @Test func valuesAtTheCapsLoad() throws {
-        let policy = try PolicySet.parse(files: [(
-            "caps.yaml",
-            Self.policy("""
-                defaults: { resume_after: 24h, throttle: 100GiB/s }
-                rules:
-                  - { name: r, throttle: 100GiB/s, budget: { bytes: 1024TiB, period: daily },
-                      when: { size: "< 1024TiB", priority: ">= -1000000", budget_left: "<= 1024TiB" } }
-                """)
-        )])
+        let policy = try PolicySet.parse(files: [
+            (
+                "caps.yaml",
+                Self.policy(
+                    """
+                    defaults: { resume_after: 24h, throttle: 100GiB/s }
+                    rules:
+                      - { name: r, throttle: 100GiB/s, budget: { bytes: 1024TiB, period: daily },
+                          when: { size: "< 1024TiB", priority: ">= -1000000", budget_left: "<= 1024TiB" } }
+                    """)
+            )
+        ])
         #expect(policy.resumeAfter == .seconds(86_400))
         #expect(policy.defaults.rate == 100 << 30)
         #expect(policy.rules.first?.budget?.bytes == 1 << 50)
@@ -82,10 +93,18 @@ import Testing
             ("size", { "rules:\n  - { name: r, action: run, when: { size: \"< \($0)\" } }\n" }),
             ("size range", { "rules:\n  - { name: r, action: run, when: { size: \"0..\($0)\" } }\n" }),
             ("priority", { "rules:\n  - { name: r, action: run, when: { priority: \"<= \($0)\" } }\n" }),
-            ("budget_left", {
-                "rules:\n  - { name: r, action: run, budget: { bytes: 1MiB, period: daily }, when: { budget_left: \"= \($0)\" } }\n"
-            }),
-            ("resets", { "rules:\n  - { name: r, action: run, budget: { bytes: 1MiB, period: monthly, resets: \"\($0)\" } }\n" }),
+            (
+                "budget_left",
+                {
+                    "rules:\n  - { name: r, action: run, budget: { bytes: 1MiB, period: daily }, when: { budget_left: \"= \($0)\" } }\n"
+                }
+            ),
+            (
+                "resets",
+                {
+                    "rules:\n  - { name: r, action: run, budget: { bytes: 1MiB, period: monthly, resets: \"\($0)\" } }\n"
+                }
+            ),
             ("time", { "rules:\n  - { name: r, action: run, when: { time: \"\($0):00-05:00\" } }\n" }),
         ]
         await propertyCheck(

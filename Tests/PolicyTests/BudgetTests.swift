@@ -117,33 +117,42 @@ import Testing
         let policy = try Fixtures.policy(Self.dailyCell)
         let now = Fixtures.date("2026-11-18T20:48:00Z")  // 21:48 in Berlin: resets 00:00, in 2 h 12 m
         var usage = Usage()
-        let first = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let first = policy.decide(
+            job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(first.rule == "cell-allowance" && first.heldBy == nil)
         usage.record(bytes: 6_319_941, decision: first)
 
-        let spent = policy.decide(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let spent = policy.decide(
+            job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(spent.action == .pause && spent.rule == nil)
-        #expect(spent.reasons.first == "budget cell is used up (6.03 MiB of 6.00 MiB today), resets 00:00 (in 2 h 12 m); rule `cell-allowance` would run")
+        #expect(
+            spent.reasons.first
+                == "budget cell is used up (6.03 MiB of 6.00 MiB today), resets 00:00 (in 2 h 12 m); rule `cell-allowance` would run"
+        )
         #expect(spent.heldBy == "cell-allowance: budget cell is used up")
         #expect(spent.spentBudget?.name == "cell")
         // The explanation says the same first, and still lists the rule's own miss.
-        let explained = policy.explain(job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let explained = policy.explain(
+            job: JobInfo(), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(explained.decision.reasons.first == spent.reasons.first)
         #expect(explained.misses.first?.why.contains { $0.hasPrefix("budget cell is used up") } == true)
 
         // A stricter rule matched (throttle): the budget is still why the job does not run at full speed.
-        let small = policy.decide(job: JobInfo(size: 10), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let small = policy.decide(
+            job: JobInfo(size: 10), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(small.rule == "small-anyway" && small.reasons.first?.hasPrefix("budget cell is used up") == true)
 
         // On Wi-Fi the budget rule would not match anyway (it wants metered): nothing blames the budget.
-        let wifi = policy.decide(job: JobInfo(), snapshot: Fixtures.onWifi, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let wifi = policy.decide(
+            job: JobInfo(), snapshot: Fixtures.onWifi, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(wifi.heldBy == nil && wifi.reasons.first?.contains("budget") == false)
     }
 
     /// Two rules held by spent budgets: the one whose budget resets first is named first (the job can
     /// move then), and both are named.
     @Test func theBudgetThatResetsFirstLeads() throws {
-        let policy = try Fixtures.policy("""
+        let policy = try Fixtures.policy(
+            """
             rules:
               - name: apt-weekly
                 when: { metered: yes, tags: [apt] }
@@ -164,8 +173,10 @@ import Testing
         let decision = policy.decide(
             job: JobInfo(tags: ["apt"]), snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: zone)
         #expect(decision.action == .pause)
-        #expect(decision.reasons.first?.hasPrefix("budget mon is used up (2.00 MiB of 1.00 MiB this month), resets 00:15 (in 1 h 4 m)") == true,
-                "\(decision.reasons)")
+        #expect(
+            decision.reasons.first?.hasPrefix(
+                "budget mon is used up (2.00 MiB of 1.00 MiB this month), resets 00:15 (in 1 h 4 m)") == true,
+            "\(decision.reasons)")
         #expect(decision.reasons.dropFirst().first?.hasPrefix("budget aptb is used up") == true, "\(decision.reasons)")
         #expect(decision.heldBy == "cell-monthly: budget mon is used up")
     }
@@ -173,7 +184,8 @@ import Testing
     /// `per_user: yes`: each user has the whole allowance; one user's bytes (a job's owner's, or a report's
     /// asker's) never spend another's, and root's are counted apart too.
     @Test func aPerUserBudgetIsEachUsersOwn() throws {
-        let policy = try Fixtures.policy("""
+        let policy = try Fixtures.policy(
+            """
             rules:
               - name: cell-allowance
                 when: { metered: yes }
@@ -181,24 +193,35 @@ import Testing
                 budget: { name: cell, bytes: 6MiB, period: daily, per_user: yes }
             """)
         let now = Fixtures.date("2026-11-18T20:48:00Z")
-        let alice = JobInfo(owner: 1000), bob = JobInfo(owner: 1001), root = JobInfo()
+        let alice = JobInfo(owner: 1000)
+        let bob = JobInfo(owner: 1001)
+        let root = JobInfo()
         var usage = Usage()
-        let first = policy.decide(job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let first = policy.decide(
+            job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         let key = try #require(first.budgetKey)
         #expect(key.hasSuffix("~1000") && first.rule == "cell-allowance")
-        #expect(first.reasons.contains { $0.hasPrefix("budget cell (this user's share): 0 B of 6.00 MiB used") }, "\(first.reasons)")
+        #expect(
+            first.reasons.contains { $0.hasPrefix("budget cell (this user's share): 0 B of 6.00 MiB used") },
+            "\(first.reasons)")
         usage.record(bytes: 7 << 20, budgetKey: key)
-        let spent = policy.decide(job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
-        #expect(spent.action == .pause && spent.reasons.first?.hasPrefix("budget cell is used up (7.00 MiB of 6.00 MiB today)") == true,
-                "\(spent.reasons)")
+        let spent = policy.decide(
+            job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        #expect(
+            spent.action == .pause
+                && spent.reasons.first?.hasPrefix("budget cell is used up (7.00 MiB of 6.00 MiB today)") == true,
+            "\(spent.reasons)")
         for other in [bob, root] {
-            let decision = policy.decide(job: other, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+            let decision = policy.decide(
+                job: other, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
             #expect(decision.rule == "cell-allowance" && decision.budgetKey != key, "\(decision)")
         }
-        #expect(policy.decide(job: root, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
-            .budgetKey?.hasSuffix("~0") == true)
+        #expect(
+            policy.decide(job: root, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+                .budgetKey?.hasSuffix("~0") == true)
         // The explanation names the user's share too, and the period's end is still the next change.
-        let explained = policy.explain(job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
+        let explained = policy.explain(
+            job: alice, snapshot: Fixtures.onCellular, usage: usage, now: now, timeZone: Fixtures.berlin)
         #expect(explained.misses.first?.why.first?.hasPrefix("budget cell is used up") == true)
         #expect(spent.nextChange == Fixtures.date("2026-11-18T23:00:00Z"))
     }

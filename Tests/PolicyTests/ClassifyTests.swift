@@ -55,11 +55,15 @@ import Testing
 
 /// Phone hotspots that nobody marks metered, and who wins over whom.
 @Suite struct PhoneHotspotTests {
-    static func wifi(_ address: String = "192.168.1.20/24", bssid: String? = nil, hint: Bool? = nil,
-                     explicit: Bool = false) -> Link {
-        Link(index: 3, name: "wlan0", kind: .wlan, kindSource: "devtype=wlan", up: true, running: true,
-             ipv4: [address], meteredHint: hint, meteredHintSource: hint.map { "networkmanager: \($0 ? "" : "guess-")\($0 ? "yes" : "no")" },
-             meteredHintExplicit: explicit, bssid: bssid)
+    static func wifi(
+        _ address: String = "192.168.1.20/24", bssid: String? = nil, hint: Bool? = nil,
+        explicit: Bool = false
+    ) -> Link {
+        Link(
+            index: 3, name: "wlan0", kind: .wlan, kindSource: "devtype=wlan", up: true, running: true,
+            ipv4: [address], meteredHint: hint,
+            meteredHintSource: hint.map { "networkmanager: \($0 ? "" : "guess-")\($0 ? "yes" : "no")" },
+            meteredHintExplicit: explicit, bssid: bssid)
     }
 
     @Test(arguments: [

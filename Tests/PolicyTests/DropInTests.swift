@@ -95,5 +95,5 @@ import Testing
 }
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif

@@ -1,3 +1,4 @@
+import ConfigKit
 import Testing
 
 @testable import Policy
@@ -36,10 +37,11 @@ import Testing
         #expect(Subnet(text) == nil)
     }
 
-    @Test(arguments: [
-        ("< 20MiB", Int64(20 << 20) - 1, true), ("< 20MiB", 20 << 20, false), ("<= 5", 5, true), ("> 5", 5, false),
-        (">= 5", 5, true), ("= 3", 3, true), ("3", 4, false), ("1..3", 2, true), ("1..3", 3, false),
-    ] as [(String, Int64, Bool)])
+    @Test(
+        arguments: [
+            ("< 20MiB", Int64(20 << 20) - 1, true), ("< 20MiB", 20 << 20, false), ("<= 5", 5, true), ("> 5", 5, false),
+            (">= 5", 5, true), ("= 3", 3, true), ("3", 4, false), ("1..3", 2, true), ("1..3", 3, false),
+        ] as [(String, Int64, Bool)])
     func comparisons(text: String, value: Int64, matches: Bool) throws {
         let parsed = try #require(Comparison.parse(text) { Units.parseBytes($0) })
         #expect(parsed.matches(value) == matches)
@@ -50,5 +52,3 @@ import Testing
         #expect(Comparison.parse(text) { Units.parseBytes($0) } == nil)
     }
 }
-
-import ConfigKit

@@ -74,12 +74,15 @@ import Testing
 @Suite struct BuiltInCopiesTests {
     @Test func builtInDefaultPolicyIsPoliciesDefaultYAML() throws {
         let file = try String(contentsOfFile: Fixtures.repoRoot() + "/policies/default.yaml", encoding: .utf8)
-        #expect(ShippedPolicy.defaultYAML == file, "policies/default.yaml changed: copy it into ShippedPolicy.defaultYAML")
+        #expect(
+            ShippedPolicy.defaultYAML == file, "policies/default.yaml changed: copy it into ShippedPolicy.defaultYAML")
         #expect(ShippedPolicy.defaultPolicy().rules.map(\.name) == ["run-unmetered", "pause-metered"])
     }
 
     @Test func builtInCommuteScenarioIsScenariosCommuteYAML() throws {
         let file = try String(contentsOfFile: Fixtures.repoRoot() + "/scenarios/commute.yaml", encoding: .utf8)
-        #expect(ShippedScenario.commuteYAML == file, "scenarios/commute.yaml changed: copy it into ShippedScenario.commuteYAML")
+        #expect(
+            ShippedScenario.commuteYAML == file,
+            "scenarios/commute.yaml changed: copy it into ShippedScenario.commuteYAML")
     }
 }

@@ -30,8 +30,9 @@ import Testing
         let lab = try await NetworkManagerLab.start()
         defer { lab.teardown() }
         try await withSource(bus: lab.busAddress) { recorder in
-            #expect(await eventually { recorder.latest?.byName["wlan0"]?.metered == true },
-                    "no metered hint: \(String(describing: recorder.latest))")
+            #expect(
+                await eventually { recorder.latest?.byName["wlan0"]?.metered == true },
+                "no metered hint: \(String(describing: recorder.latest))")
             #expect(recorder.latest?.byName["wlan0"]?.meteredSource == "networkmanager: guess-yes")
             #expect(recorder.latest?.sources == ["networkmanager"])
             try lab.setMetered("no")

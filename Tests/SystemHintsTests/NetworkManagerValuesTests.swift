@@ -1,15 +1,17 @@
-import Links
 import Foundation
+import Links
 import Testing
 
 @testable import SystemHints
 
 /// What NetworkManager's values mean as hints (pure).
 @Suite struct NetworkManagerValuesTests {
-    @Test(arguments: [
-        (UInt32(0), nil, nil, false), (1, true, "networkmanager: yes", true), (2, false, "networkmanager: no", true),
-        (3, true, "networkmanager: guess-yes", false), (4, false, "networkmanager: guess-no", false),
-    ] as [(UInt32, Bool?, String?, Bool)])
+    @Test(
+        arguments: [
+            (UInt32(0), nil, nil, false), (1, true, "networkmanager: yes", true),
+            (2, false, "networkmanager: no", true),
+            (3, true, "networkmanager: guess-yes", false), (4, false, "networkmanager: guess-no", false),
+        ] as [(UInt32, Bool?, String?, Bool)])
     func meteredValues(raw: UInt32, metered: Bool?, source: String?, explicit: Bool) throws {
         let value = try #require(NetworkManagerMetered(rawValue: raw))
         #expect(value.hint?.metered == metered)
@@ -25,15 +27,19 @@ import Testing
     @Test func devicesBecomeHintsByInterfaceName() {
         let hints = NetworkManagerDevice.hints(
             [
-                NetworkManagerDevice(interface: "wlan0", metered: .guessYes, ssid: Array("AndroidAP".utf8),
-                                     bssid: "DA:A1:19:00:00:01"),
+                NetworkManagerDevice(
+                    interface: "wlan0", metered: .guessYes, ssid: Array("AndroidAP".utf8),
+                    bssid: "DA:A1:19:00:00:01"),
                 NetworkManagerDevice(interface: "eth0", metered: .unknown, isPrimary: true),
                 NetworkManagerDevice(interface: "wwan0", metered: .unknown),
                 NetworkManagerDevice(interface: "", metered: .yes),
             ], global: .yes)
         #expect(hints.sources == ["networkmanager"])
-        #expect(hints.byName["wlan0"] == LinkHint(metered: true, meteredSource: "networkmanager: guess-yes",
-                                                  ssid: "AndroidAP", bssid: "da:a1:19:00:00:01"))
+        #expect(
+            hints.byName["wlan0"]
+                == LinkHint(
+                    metered: true, meteredSource: "networkmanager: guess-yes",
+                    ssid: "AndroidAP", bssid: "da:a1:19:00:00:01"))
         // The primary connection's device takes the global verdict when its own is unknown.
         #expect(hints.byName["eth0"]?.metered == true && hints.byName["eth0"]?.explicit == true)
         // Unknown and not primary: no hint at all; a device without a name is skipped.
@@ -57,13 +63,18 @@ import Testing
             ADDRESS=192.168.43.20
             VENDOR_SPECIFIC=414E44524F49445F4D455445524544
             """
-        #expect(NetworkdLease.hint(lease: lease) == LinkHint(metered: true, meteredSource: "networkd: DHCP ANDROID_METERED"))
+        #expect(
+            NetworkdLease.hint(lease: lease) == LinkHint(metered: true, meteredSource: "networkd: DHCP ANDROID_METERED")
+        )
         // Lower-case hex, and the marker among other bytes, count too.
-        #expect(NetworkdLease.hint(lease: "VENDOR_SPECIFIC=01" + "414e44524f49445f4d455445524544" + "ff")?.metered == true)
+        #expect(
+            NetworkdLease.hint(lease: "VENDOR_SPECIFIC=01" + "414e44524f49445f4d455445524544" + "ff")?.metered == true)
     }
 
-    @Test(arguments: ["ADDRESS=10.0.0.2", "VENDOR_SPECIFIC=414E44", "VENDOR_SPECIFIC=zz", "VENDOR_SPECIFIC=414",
-                      "VENDOR_SPECIFIC=" + String(repeating: "41", count: 300), ""])
+    @Test(arguments: [
+        "ADDRESS=10.0.0.2", "VENDOR_SPECIFIC=414E44", "VENDOR_SPECIFIC=zz", "VENDOR_SPECIFIC=414",
+        "VENDOR_SPECIFIC=" + String(repeating: "41", count: 300), "",
+    ])
     func otherLeasesGiveNoHint(lease: String) {
         #expect(NetworkdLease.hint(lease: lease) == nil)
     }
@@ -73,7 +84,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Interface 1 is always `lo`.
-        try "VENDOR_SPECIFIC=414E44524F49445F4D455445524544\n".write(toFile: directory + "/1", atomically: true, encoding: .utf8)
+        try "VENDOR_SPECIFIC=414E44524F49445F4D455445524544\n".write(
+            toFile: directory + "/1", atomically: true, encoding: .utf8)
         try "garbage\n".write(toFile: directory + "/not-an-index", atomically: true, encoding: .utf8)
         let hints = NetworkdLeaseHints.readLeases(directory)
         #expect(hints.byName["lo"]?.metered == true)
@@ -84,9 +96,10 @@ import Testing
 
 /// ModemManager's 3GPP registration states as roaming hints.
 @Suite struct ModemRegistrationTests {
-    @Test(arguments: [
-        (UInt32(5), true), (7, true), (10, true), (1, false), (6, false), (9, false), (11, false),
-    ] as [(UInt32, Bool)])
+    @Test(
+        arguments: [
+            (UInt32(5), true), (7, true), (10, true), (1, false), (6, false), (9, false), (11, false),
+        ] as [(UInt32, Bool)])
     func registeredStatesSayWhetherRoaming(state: UInt32, roaming: Bool) {
         #expect(ModemRegistration.hint(registrationState: state) == LinkHint(roaming: roaming))
     }

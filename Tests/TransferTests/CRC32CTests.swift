@@ -1,6 +1,7 @@
 import CCRC32C
-import Testing
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// CRC-32C: the standard check values, chaining, and the hardware path against the table.
@@ -11,13 +12,14 @@ struct CRC32CTests {
         return crc.value
     }
 
-    @Test(arguments: [
-        (Array("123456789".utf8), UInt32(0xE306_9283)),
-        ([UInt8](repeating: 0, count: 32), 0x8A91_36AA),
-        ([UInt8](repeating: 0xFF, count: 32), 0x62A8_AB43),
-        ((0..<32).map { UInt8($0) }, 0x46DD_794E),
-        ([], 0),
-    ] as [([UInt8], UInt32)])
+    @Test(
+        arguments: [
+            (Array("123456789".utf8), UInt32(0xE306_9283)),
+            ([UInt8](repeating: 0, count: 32), 0x8A91_36AA),
+            ([UInt8](repeating: 0xFF, count: 32), 0x62A8_AB43),
+            ((0..<32).map { UInt8($0) }, 0x46DD_794E),
+            ([], 0),
+        ] as [([UInt8], UInt32)])
     func knownVectors(_ bytes: [UInt8], _ expected: UInt32) {
         #expect(Self.crc(bytes) == expected)
         #expect(bytes.withUnsafeBytes { mw_crc32c_software(0, $0.baseAddress, $0.count) } == expected)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Transfer
 
 /// When the writer checkpoints and starts write-back (pure: instants are given).

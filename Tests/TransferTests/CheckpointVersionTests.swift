@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
-import Testing
 import RangeServer
+import Testing
+
 @testable import Transfer
 
 /// Version 2 checkpoints carry CRC-32C pieces; version 1 checkpoints (sha256 pieces) still resume.

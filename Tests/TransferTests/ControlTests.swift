@@ -1,8 +1,9 @@
 import Foundation
-import Synchronization
-import Testing
 import RangeServer
+import Synchronization
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// Pause, resume, cancel, damaged partial files, existing outputs and the rate limit.
@@ -38,7 +39,8 @@ struct ControlTests {
             #expect(result.sha256 == Self.content.sha256Hex())
             #expect(result.resumedBytes == saved - Fixture.mib)
             #expect(result.bytesFetched == Self.content.size - saved + Fixture.mib)
-            #expect(events.contains { if case .warning(let w) = $0 { return w.contains("damaged") } else { return false } })
+            #expect(
+                events.contains { if case .warning(let w) = $0 { return w.contains("damaged") } else { return false } })
         }
     }
 
@@ -168,8 +170,10 @@ struct ControlTests {
         #expect(checkpoint.version == 2)
         let data = try JSONEncoder().encode(checkpoint)
         let text = String(decoding: data, as: UTF8.self)
-        for key in ["\"format\"", "\"version\"", "\"validators\"", "\"pieces\"", "\"chunk_size\"", "\"total_bytes\"",
-                    "\"accept_ranges\"", "\"crc32c\""] {
+        for key in [
+            "\"format\"", "\"version\"", "\"validators\"", "\"pieces\"", "\"chunk_size\"", "\"total_bytes\"",
+            "\"accept_ranges\"", "\"crc32c\"",
+        ] {
             #expect(text.contains(key))
         }
         #expect(SnakeCase.violations(in: try JSONSerialization.jsonObject(with: data)).isEmpty)

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// SIGKILLs the built `meterwise get` at random moments and resumes it each time.

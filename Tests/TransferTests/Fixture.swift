@@ -10,7 +10,8 @@ struct Fixture {
 
     init(_ name: String = #function) {
         let base = FileManager.default.temporaryDirectory.path
-        directory = "\(base)/meterwise-transfer-\(name.filter { $0.isLetter || $0.isNumber })-\(UInt32.random(in: 0...UInt32.max))"
+        directory =
+            "\(base)/meterwise-transfer-\(name.filter { $0.isLetter || $0.isNumber })-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
@@ -40,7 +41,8 @@ struct Fixture {
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
     /// Runs `download` and pauses it once `bytesDone` reaches `threshold`; returns the outcome and events.
-    static func runPausing(_ download: Download, at threshold: Int64) async throws -> (DownloadOutcome, [DownloadEvent]) {
+    static func runPausing(_ download: Download, at threshold: Int64) async throws -> (DownloadOutcome, [DownloadEvent])
+    {
         async let outcome = download.run()
         var events: [DownloadEvent] = []
         for await event in download.events {

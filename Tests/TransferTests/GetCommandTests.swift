@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// `meterwise get` as a user runs it: SIGINT pauses with exit 130 and a JSON final line, and running

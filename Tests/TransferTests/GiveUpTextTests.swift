@@ -1,10 +1,13 @@
 import Testing
+
 @testable import Transfer
 
 /// What a download that gives up says it keeps: only what is on disk.
 struct GiveUpTextTests {
-    @Test(arguments: [(Int64(0), "Nothing was received", "checkpoint is saved"),
-                      (Int64(4096), "The checkpoint is saved (4096 bytes)", "Nothing was received")])
+    @Test(arguments: [
+        (Int64(0), "Nothing was received", "checkpoint is saved"),
+        (Int64(4096), "The checkpoint is saved (4096 bytes)", "Nothing was received"),
+    ])
     func retriesSayWhatIsKept(_ done: Int64, _ says: String, _ never: String) {
         let text = GiveUpText.retriesExhausted(retries: 8, reason: "Connection refused", bytesDone: done)
         #expect(text.hasPrefix("Gave up after 8 retries: Connection refused."))

@@ -3,6 +3,7 @@ import Foundation
 import RangeServer
 import TestSupport
 import Testing
+
 @testable import Transfer
 
 /// Servers that lie, stall, encode or never end; disks that fill. Each fails the download with a clear
@@ -124,7 +125,14 @@ import Testing
                 }
                 for try await (outcome, events) in group {
                     #expect(outcome.result?.sha256 == content.sha256Hex())
-                    waited += events.filter { if case .retrying(_, _, let reason) = $0 { reason.contains("free connection") } else { false } }.count
+                    waited +=
+                        events.filter {
+                            if case .retrying(_, _, let reason) = $0 {
+                                reason.contains("free connection")
+                            } else {
+                                false
+                            }
+                        }.count
                 }
             }
             #expect(waited > 0, "no request waited for the pool: the test did not exercise it")

@@ -26,12 +26,18 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let fm = FileManager.default
         try fm.createSymbolicLink(atPath: dir.appendingPathComponent("fds").path, withDestinationPath: "/proc/self/fd")
-        try fm.createSymbolicLink(atPath: dir.appendingPathComponent("rel").path, withDestinationPath: "../../../../../../../proc/self")
-        try fm.createSymbolicLink(atPath: dir.appendingPathComponent("open").path, withDestinationPath: "/proc/self/fd/0")
-        try fm.createSymbolicLink(atPath: dir.appendingPathComponent("closed").path, withDestinationPath: "/proc/self/fd/987654")
-        for path in ["/proc/self/fd/0", "/proc/self/fd/987654", "/proc", "/proc/", "/dev/fd/0", "/dev/stdin", "//proc/self/environ",
-                     dir.path + "/fds/0", dir.path + "/fds/987654", dir.path + "/rel/environ", dir.path + "/open",
-                     dir.path + "/closed", dir.path + "/fds/0/x", "/tmp/../proc/self/status"] {
+        try fm.createSymbolicLink(
+            atPath: dir.appendingPathComponent("rel").path, withDestinationPath: "../../../../../../../proc/self")
+        try fm.createSymbolicLink(
+            atPath: dir.appendingPathComponent("open").path, withDestinationPath: "/proc/self/fd/0")
+        try fm.createSymbolicLink(
+            atPath: dir.appendingPathComponent("closed").path, withDestinationPath: "/proc/self/fd/987654")
+        for path in [
+            "/proc/self/fd/0", "/proc/self/fd/987654", "/proc", "/proc/", "/dev/fd/0", "/dev/stdin",
+            "//proc/self/environ",
+            dir.path + "/fds/0", dir.path + "/fds/987654", dir.path + "/rel/environ", dir.path + "/open",
+            dir.path + "/closed", dir.path + "/fds/0/x", "/tmp/../proc/self/status",
+        ] {
             #expect(Self.outcome(path) == .procfs, "\(path)")
         }
         #expect(Self.outcome(dir.path + "/fds", flags: O_RDONLY | O_DIRECTORY) == .procfs)
@@ -48,8 +54,10 @@ import Testing
         try fm.createSymbolicLink(atPath: dir.appendingPathComponent("sub/rel").path, withDestinationPath: "../abs")
         try fm.createSymbolicLink(atPath: dir.appendingPathComponent("dirlink").path, withDestinationPath: "sub")
         try fm.createSymbolicLink(atPath: dir.appendingPathComponent("loop").path, withDestinationPath: "loop")
-        for path in [file, dir.path + "/abs", dir.path + "/sub/rel", dir.path + "/dirlink/rel", dir.path + "/sub/../ca.pem",
-                     dir.path + "/./ca.pem", dir.path + "//ca.pem"] {
+        for path in [
+            file, dir.path + "/abs", dir.path + "/sub/rel", dir.path + "/dirlink/rel", dir.path + "/sub/../ca.pem",
+            dir.path + "/./ca.pem", dir.path + "//ca.pem",
+        ] {
             let fd = try #require(try? KernelTreeFreePath.open(path, flags: O_RDONLY).get(), "\(path)")
             var buffer = [UInt8](repeating: 0, count: 8)
             #expect(read(fd, &buffer, 8) == 4, "\(path)")

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// Downloads from a real nginx (Debian's nginx-light), started with its own config on 127.0.0.1.
@@ -28,7 +29,8 @@ struct NginxTests {
     @Test func downloadsWithFourSegments() async throws {
         try await withNginx { nginx, fixture in
             let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 11)
-            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 4)
+            var request = DownloadRequest(
+                url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 4)
             request.computeSHA256 = true
             request.chunkSize = 1 << 20
             let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
@@ -41,7 +43,8 @@ struct NginxTests {
     @Test func objectReplacedBetweenRunsGivesTheNewObject() async throws {
         try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
             _ = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 12)
-            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
+            var request = DownloadRequest(
+                url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
             request.computeSHA256 = true
             request.chunkSize = 1 << 20
             let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
@@ -57,7 +60,8 @@ struct NginxTests {
     @Test func resumesAfterPause() async throws {
         try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
             let sha = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 14)
-            var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
+            var request = DownloadRequest(
+                url: nginx.url("/object.bin"), destination: fixture.path("out.bin"), segments: 2)
             request.computeSHA256 = true
             request.chunkSize = 1 << 20
             let (first, _) = try await Fixture.runPausing(Download(request: request), at: 6 << 20)

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import RangeServer
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// A pause keeps what the kernel holds, counts what it throws away, and the resume fetches nothing twice.
@@ -34,9 +35,10 @@ struct PauseAccountingTests {
             let request = fixture.request(server, segments: 2)
             let (first, events) = try await Fixture.runPausing(Download(request: request), at: 8 << 20)
             #expect(first == .paused)
-            let paused = try #require(events.compactMap { event -> DownloadProgress? in
-                if case .paused(let p) = event { return p } else { return nil }
-            }.last)
+            let paused = try #require(
+                events.compactMap { event -> DownloadProgress? in
+                    if case .paused(let p) = event { return p } else { return nil }
+                }.last)
             try await server.waitUntilIdle()
             let servedFirst = server.bytesServed
             #expect(paused.discardedBytes >= 0)
@@ -51,7 +53,9 @@ struct PauseAccountingTests {
             // Nothing the pause kept is fetched again; what the resumed run received beyond the rest of the
             // object (a segment's buffer past a range another segment took over) is counted as discarded
             // (within the estimate of response heads).
-            print("resume: fetched \(result.bytesFetched) for \(content.size - paused.bytesDone), discarded \(result.discardedBytes)")
+            print(
+                "resume: fetched \(result.bytesFetched) for \(content.size - paused.bytesDone), discarded \(result.discardedBytes)"
+            )
             #expect(result.bytesFetched >= content.size - paused.bytesDone)
             #expect(result.bytesFetched - (content.size - paused.bytesDone) <= result.discardedBytes + 1024)
         }

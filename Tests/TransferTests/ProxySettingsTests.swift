@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Transfer
 
 /// Proxies from the environment as curl reads them, `no_proxy` matching, and proxy URLs.
@@ -35,9 +36,13 @@ struct ProxySettingsTests {
             "HTTP_PROXY": "http://never-for-http:1", "all_proxy": "socks5h://socks.corp",
             "no_proxy": "internal.corp,10.0.0.0/8",
         ])
-        #expect(settings.server(for: "https://cdn.example.com/a.iso") == ProxyServer(kind: .http, host: "proxy.corp", port: 3128))
+        #expect(
+            settings.server(for: "https://cdn.example.com/a.iso")
+                == ProxyServer(kind: .http, host: "proxy.corp", port: 3128))
         // Upper-case HTTP_PROXY is ignored (httpoxy): http falls back to all_proxy.
-        #expect(settings.server(for: "http://cdn.example.com/a") == ProxyServer(kind: .socks5, host: "socks.corp", port: 1080))
+        #expect(
+            settings.server(for: "http://cdn.example.com/a")
+                == ProxyServer(kind: .socks5, host: "socks.corp", port: 1080))
         #expect(settings.server(for: "https://updates.internal.corp/x") == nil)
         #expect(settings.server(for: "https://10.1.2.3/x") == nil)
         #expect(try ProxySettings.environment([:]).server(for: "https://example.com/") == nil)

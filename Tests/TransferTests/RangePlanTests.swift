@@ -1,14 +1,22 @@
 import Testing
+
 @testable import Transfer
 
 struct RangePlanTests {
     static let mib: Int64 = 1 << 20
 
-    @Test(arguments: [
-        (Int64(16 << 20), 4, [0..<(4 << 20), (4 << 20)..<(8 << 20), (8 << 20)..<(12 << 20), (12 << 20)..<(16 << 20)]),
-        (Int64(10 << 20), 4, [0..<(3 << 20), (3 << 20)..<(5 << 20), (5 << 20)..<(8 << 20), (8 << 20)..<(10 << 20)]),
-        (Int64(1 << 20), 4, [0..<(1 << 20)]),
-    ] as [(Int64, Int, [Range<Int64>])])
+    @Test(
+        arguments: [
+            (
+                Int64(16 << 20), 4,
+                [0..<(4 << 20), (4 << 20)..<(8 << 20), (8 << 20)..<(12 << 20), (12 << 20)..<(16 << 20)]
+            ),
+            (
+                Int64(10 << 20), 4,
+                [0..<(3 << 20), (3 << 20)..<(5 << 20), (5 << 20)..<(8 << 20), (8 << 20)..<(10 << 20)]
+            ),
+            (Int64(1 << 20), 4, [0..<(1 << 20)]),
+        ] as [(Int64, Int, [Range<Int64>])])
     func learnTotalSplitsAtChunkBoundaries(_ total: Int64, _ parts: Int, _ expected: [Range<Int64>]) {
         var plan = RangePlan.fresh(chunkSize: Self.mib)
         _ = plan.assign(segment: 0)
@@ -48,12 +56,13 @@ struct RangePlanTests {
         #expect(!plan.isComplete)
     }
 
-    @Test(arguments: [
-        (Int64(100), [Range<Int64>](), [0..<Int64(100)]),
-        (100, [0..<40, 60..<100], [40..<60]),
-        (100, [10..<20, 20..<30], [0..<10, 30..<100]),
-        (100, [0..<100], []),
-    ] as [(Int64, [Range<Int64>], [Range<Int64>])])
+    @Test(
+        arguments: [
+            (Int64(100), [Range<Int64>](), [0..<Int64(100)]),
+            (100, [0..<40, 60..<100], [40..<60]),
+            (100, [10..<20, 20..<30], [0..<10, 30..<100]),
+            (100, [0..<100], []),
+        ] as [(Int64, [Range<Int64>], [Range<Int64>])])
     func missingIsTheComplement(_ total: Int64, _ have: [Range<Int64>], _ expected: [Range<Int64>]) {
         #expect(RangePlan.missing(total: total, have: have) == expected)
     }
@@ -73,42 +82,62 @@ struct RangePlanTests {
 struct ResumeDecisionTests {
     static let chunk: Int64 = 64 << 10
 
-    static func checkpoint(etag: String? = "\"e\"", total: Int64? = 2 * chunk, ranges: Bool = true, pieces: Int = 1) -> Checkpoint {
+    static func checkpoint(etag: String? = "\"e\"", total: Int64? = 2 * chunk, ranges: Bool = true, pieces: Int = 1)
+        -> Checkpoint
+    {
         Checkpoint(
-            url: "http://h/f", destination: "/tmp/f", validators: Validators(etag: etag, lastModified: nil), totalBytes: total,
+            url: "http://h/f", destination: "/tmp/f", validators: Validators(etag: etag, lastModified: nil),
+            totalBytes: total,
             acceptRanges: ranges, chunkSize: chunk, segments: [],
             pieces: (0..<pieces).map { Checkpoint.Piece(offset: Int64($0) * chunk, length: chunk, sha256: "x") }
         )
     }
 
-    @Test(arguments: [
-        ("no checkpoint", nil, false, false, ResumeAction.fresh),
-        ("unreadable", nil, true, false, .discard(.damagedCheckpoint)),
-        ("good", checkpoint(), false, false, .resume(checkpoint())),
-        ("no validators", checkpoint(etag: nil), false, false, .discard(.unvalidated)),
-        ("no validators, --resume-unvalidated", checkpoint(etag: nil), false, true, .resume(checkpoint(etag: nil))),
-        ("no ranges", checkpoint(ranges: false), false, false, .discard(.rangeIgnored)),
-        ("no length", checkpoint(total: nil), false, false, .discard(.damagedCheckpoint)),
-        ("pieces beyond the end", checkpoint(pieces: 3), false, false, .discard(.damagedCheckpoint)),
-        ("nothing written yet", checkpoint(pieces: 0), false, false, .fresh),
-    ] as [(String, Checkpoint?, Bool, Bool, ResumeAction)])
+    @Test(
+        arguments: [
+            ("no checkpoint", nil, false, false, ResumeAction.fresh),
+            ("unreadable", nil, true, false, .discard(.damagedCheckpoint)),
+            ("good", checkpoint(), false, false, .resume(checkpoint())),
+            ("no validators", checkpoint(etag: nil), false, false, .discard(.unvalidated)),
+            ("no validators, --resume-unvalidated", checkpoint(etag: nil), false, true, .resume(checkpoint(etag: nil))),
+            ("no ranges", checkpoint(ranges: false), false, false, .discard(.rangeIgnored)),
+            ("no length", checkpoint(total: nil), false, false, .discard(.damagedCheckpoint)),
+            ("pieces beyond the end", checkpoint(pieces: 3), false, false, .discard(.damagedCheckpoint)),
+            ("nothing written yet", checkpoint(pieces: 0), false, false, .fresh),
+        ] as [(String, Checkpoint?, Bool, Bool, ResumeAction)])
     func decides(_ name: String, _ cp: Checkpoint?, _ unreadable: Bool, _ unvalidated: Bool, _ expected: ResumeAction) {
         let action = ResumeDecision.decide(
-            checkpoint: cp, unreadable: unreadable, url: "http://h/f", destination: "/tmp/f", resumeUnvalidated: unvalidated
+            checkpoint: cp, unreadable: unreadable, url: "http://h/f", destination: "/tmp/f",
+            resumeUnvalidated: unvalidated
         )
         #expect(action == expected, "\(name)")
     }
 
     /// Version 1 checkpoints (sha256 pieces) still resume; each piece carries exactly one checksum.
-    @Test(arguments: [
-        (1, Checkpoint.Piece(offset: 0, length: chunk, sha256: "x"), true),
-        (2, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"), true),
-        (3, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"), false),
-        (0, Checkpoint.Piece(offset: 0, length: chunk, sha256: "x"), false),
-        (2, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0BADCAFE"), false),
-        (2, { var p = Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"); p.sha256 = "x"; return p }(), false),
-        (2, { var p = Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"); p.crc32c = nil; return p }(), false),
-    ] as [(Int, Checkpoint.Piece, Bool)])
+    @Test(
+        arguments: [
+            (1, Checkpoint.Piece(offset: 0, length: chunk, sha256: "x"), true),
+            (2, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"), true),
+            (3, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe"), false),
+            (0, Checkpoint.Piece(offset: 0, length: chunk, sha256: "x"), false),
+            (2, Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0BADCAFE"), false),
+            (
+                2,
+                {
+                    var p = Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe")
+                    p.sha256 = "x"
+                    return p
+                }(), false
+            ),
+            (
+                2,
+                {
+                    var p = Checkpoint.Piece(offset: 0, length: chunk, crc32c: "0badcafe")
+                    p.crc32c = nil
+                    return p
+                }(), false
+            ),
+        ] as [(Int, Checkpoint.Piece, Bool)])
     func versionsAndPieceChecksums(_ version: Int, _ piece: Checkpoint.Piece, _ resumes: Bool) {
         var cp = Self.checkpoint()
         cp.version = version
@@ -120,7 +149,8 @@ struct ResumeDecisionTests {
 
     @Test func otherDestinationIsDiscarded() {
         let action = ResumeDecision.decide(
-            checkpoint: Self.checkpoint(), unreadable: false, url: "http://h/f", destination: "/tmp/g", resumeUnvalidated: false)
+            checkpoint: Self.checkpoint(), unreadable: false, url: "http://h/f", destination: "/tmp/g",
+            resumeUnvalidated: false)
         #expect(action == .discard(.damagedCheckpoint))
     }
 

@@ -1,9 +1,11 @@
 import Testing
+
 @testable import Transfer
 
 struct ResponseClassifierTests {
     static let etag = "\"abc\""
-    static let known = KnownObject(validators: Validators(etag: etag, lastModified: "Sat, 01 Jan 2022 00:00:01 GMT"), total: 1000)
+    static let known = KnownObject(
+        validators: Validators(etag: etag, lastModified: "Sat, 01 Jan 2022 00:00:01 GMT"), total: 1000)
 
     struct Row: Sendable, CustomTestStringConvertible {
         var name: String
@@ -48,7 +50,9 @@ struct ResponseClassifierTests {
         ),
         Row(
             name: "206 with a new Last-Modified restarts",
-            head: ResponseHead(status: 206, etag: etag, lastModified: "Sun, 02 Jan 2022 00:00:00 GMT", contentRange: "bytes 500-999/1000"),
+            head: ResponseHead(
+                status: 206, etag: etag, lastModified: "Sun, 02 Jan 2022 00:00:00 GMT",
+                contentRange: "bytes 500-999/1000"),
             ask: RangeAsk(start: 500), known: known, hasLocalData: true, expected: .restart(.objectChanged)
         ),
         Row(
@@ -95,7 +99,8 @@ struct ResponseClassifierTests {
         ),
         Row(
             name: "503 with Retry-After retries after it",
-            head: ResponseHead(status: 503, retryAfter: "7"), ask: RangeAsk(start: 500), known: known, hasLocalData: true,
+            head: ResponseHead(status: 503, retryAfter: "7"), ask: RangeAsk(start: 500), known: known,
+            hasLocalData: true,
             expected: .retry(after: .seconds(7), reason: "HTTP 503")
         ),
         Row(
@@ -105,7 +110,8 @@ struct ResponseClassifierTests {
         ),
         Row(
             name: "307 follows the Location",
-            head: ResponseHead(status: 307, location: "/other"), ask: RangeAsk(start: 0), known: nil, hasLocalData: false,
+            head: ResponseHead(status: 307, location: "/other"), ask: RangeAsk(start: 0), known: nil,
+            hasLocalData: false,
             expected: .redirect(location: "/other")
         ),
     ]

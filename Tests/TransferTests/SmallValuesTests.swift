@@ -1,28 +1,36 @@
 import Testing
+
 @testable import Transfer
 
 struct ContentRangeTests {
-    @Test(arguments: [
-        ("bytes 0-99/100", ContentRange(first: 0, last: 99, total: 100)),
-        ("bytes 5-9/*", ContentRange(first: 5, last: 9, total: nil)),
-        ("bytes 10-9/100", nil),
-        ("bytes 0-100/100", nil),
-        ("items 0-1/2", nil),
-        ("bytes -5/100", nil),
-    ] as [(String, ContentRange?)])
+    @Test(
+        arguments: [
+            ("bytes 0-99/100", ContentRange(first: 0, last: 99, total: 100)),
+            ("bytes 5-9/*", ContentRange(first: 5, last: 9, total: nil)),
+            ("bytes 10-9/100", nil),
+            ("bytes 0-100/100", nil),
+            ("items 0-1/2", nil),
+            ("bytes -5/100", nil),
+        ] as [(String, ContentRange?)])
     func parses(_ text: String, _ expected: ContentRange?) {
         #expect(ContentRange(header: text) == expected)
     }
 }
 
 struct ValidatorsTests {
-    @Test(arguments: [
-        ("\"x\"", nil, [("If-Match", "\"x\"")]),
-        ("W/\"x\"", "Sat, 01 Jan 2022 00:00:00 GMT",
-         [("If-Unmodified-Since", "Sat, 01 Jan 2022 00:00:00 GMT"), ("If-Range", "Sat, 01 Jan 2022 00:00:00 GMT")]),
-        ("W/\"x\"", nil, []),
-        (nil, nil, []),
-    ] as [(String?, String?, [(String, String)])])
+    @Test(
+        arguments: [
+            ("\"x\"", nil, [("If-Match", "\"x\"")]),
+            (
+                "W/\"x\"", "Sat, 01 Jan 2022 00:00:00 GMT",
+                [
+                    ("If-Unmodified-Since", "Sat, 01 Jan 2022 00:00:00 GMT"),
+                    ("If-Range", "Sat, 01 Jan 2022 00:00:00 GMT"),
+                ]
+            ),
+            ("W/\"x\"", nil, []),
+            (nil, nil, []),
+        ] as [(String?, String?, [(String, String)])])
     func preconditions(_ etag: String?, _ lastModified: String?, _ expected: [(String, String)]) {
         let headers = Validators(etag: etag, lastModified: lastModified).preconditionHeaders
         #expect(headers.map(\.0) == expected.map(\.0))
@@ -35,14 +43,15 @@ struct ValidatorsTests {
 }
 
 struct RetryPolicyTests {
-    @Test(arguments: [
-        (1, nil, 0.0, Duration.milliseconds(125)),
-        (1, nil, 0.999_999_9, Duration.milliseconds(250)),
-        (3, nil, 0.0, Duration.milliseconds(500)),
-        (2, Duration.seconds(3), 0.0, Duration.seconds(3)),
-        (8, nil, 0.0, Duration.seconds(15)),
-        (2, Duration.seconds(3600), 0.0, Duration.seconds(300)),
-    ] as [(Int, Duration?, Double, Duration)])
+    @Test(
+        arguments: [
+            (1, nil, 0.0, Duration.milliseconds(125)),
+            (1, nil, 0.999_999_9, Duration.milliseconds(250)),
+            (3, nil, 0.0, Duration.milliseconds(500)),
+            (2, Duration.seconds(3), 0.0, Duration.seconds(3)),
+            (8, nil, 0.0, Duration.seconds(15)),
+            (2, Duration.seconds(3600), 0.0, Duration.seconds(300)),
+        ] as [(Int, Duration?, Double, Duration)])
     func backsOff(_ attempt: Int, _ retryAfter: Duration?, _ jitter: Double, _ expected: Duration) {
         let delay = RetryPolicy().delay(attempt: attempt, retryAfter: retryAfter, jitter: jitter)!
         #expect(abs((delay - expected).secondsDouble) < 0.001)
@@ -60,11 +69,12 @@ struct RetryPolicyTests {
 }
 
 struct TokenBucketTests {
-    @Test(arguments: [
-        (Int64(1000), [(0.0, 100), (0.0, 100)], Duration.milliseconds(200)),
-        (1000, [(0.0, 100), (1.0, 100)], .zero),
-        (1000, [(0.0, 1000)], .seconds(1)),
-    ] as [(Int64?, [(Double, Int)], Duration)])
+    @Test(
+        arguments: [
+            (Int64(1000), [(0.0, 100), (0.0, 100)], Duration.milliseconds(200)),
+            (1000, [(0.0, 100), (1.0, 100)], .zero),
+            (1000, [(0.0, 1000)], .seconds(1)),
+        ] as [(Int64?, [(Double, Int)], Duration)])
     func waits(_ rate: Int64?, _ takes: [(Double, Int)], _ lastWait: Duration) {
         var bucket = TokenBucket(rate: rate, now: 0)
         var wait = Duration.zero

@@ -1,7 +1,8 @@
 import Foundation
 import RangeServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// `meterwise get` over https as a user runs it: an untrusted CA fails at once with exit 60 and the fix,
@@ -74,7 +75,9 @@ struct TLSCommandTests {
     }
 
     /// nginx with TLS serving `root`, its CA the test's; `extra` goes into the server block.
-    static func withTLSNginx(_ extra: String = "", _ body: (TestPKI, Nginx, Fixture, String) async throws -> Void) async throws {
+    static func withTLSNginx(_ extra: String = "", _ body: (TestPKI, Nginx, Fixture, String) async throws -> Void)
+        async throws
+    {
         let pki = try TestPKI()
         defer { pki.remove() }
         let fixture = Fixture()
@@ -93,7 +96,8 @@ struct TLSCommandTests {
         let verify = "ssl_client_certificate PKI/ca.crt; ssl_verify_client on;"
         let pki = try TestPKI()
         defer { pki.remove() }
-        try await Self.withTLSNginx(verify.replacingOccurrences(of: "PKI", with: pki.directory)) { serverPKI, nginx, fixture, sha in
+        try await Self.withTLSNginx(verify.replacingOccurrences(of: "PKI", with: pki.directory)) {
+            serverPKI, nginx, fixture, sha in
             // The client's CA is this test's first PKI; the server's certificate is from the second.
             let url = nginx.url("/object.bin")
             let common = ["-o", fixture.path("m.bin"), "--cacert", serverPKI.path("ca.crt")]
@@ -107,7 +111,10 @@ struct TLSCommandTests {
             #expect(with.stdout.hasPrefix(sha + "  "), "\(with.stdout)")
             // A device certificate from a CA nginx does not trust is refused too.
             let foreign = try Self.get(
-                [url, "-o", fixture.path("f.bin"), "--cacert", serverPKI.path("ca.crt"), "--cert", serverPKI.path("client.crt"), "--key", serverPKI.path("client.key")])
+                [
+                    url, "-o", fixture.path("f.bin"), "--cacert", serverPKI.path("ca.crt"), "--cert",
+                    serverPKI.path("client.crt"), "--key", serverPKI.path("client.key"),
+                ])
             #expect(foreign.status == 60, "\(foreign)")
             #expect(foreign.stderr.contains("refused"), "\(foreign.stderr)")
         }
@@ -130,7 +137,9 @@ struct TLSCommandTests {
             try FileManager.default.createDirectory(atPath: nginxRoot, withIntermediateDirectories: true)
             let nginx = try Nginx(
                 root: nginxRoot,
-                tls: "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key")); \(redirects)")
+                tls:
+                    "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key")); \(redirects)"
+            )
             defer { nginx.stop() }
             let ca = ["--cacert", pki.path("ca.crt")]
             let down = try Self.get([nginx.url("/down"), "-o", fixture.path("down.bin")] + ca)
@@ -160,7 +169,8 @@ struct TLSCommandTests {
             #expect(proxy.connects.count == count)
             #expect(bypass.stdout.contains("\"proxy\":null"))
 
-            let flag = try Self.get(args + ["-o", fixture.path("f.bin"), "--proxy", "http://u:secret@127.0.0.1:\(proxy.port)"])
+            let flag = try Self.get(
+                args + ["-o", fixture.path("f.bin"), "--proxy", "http://u:secret@127.0.0.1:\(proxy.port)"])
             #expect(flag.status == 0, "\(flag)")
             #expect(!flag.stdout.contains("secret") && !flag.stderr.contains("secret"))
             #expect(proxy.connects.count == count + 1)

@@ -1,8 +1,9 @@
 import Foundation
 import NIOSSL
 import RangeServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// https against the RangeServer speaking TLS with a CA made for this run: trust from a file, every
@@ -49,7 +50,10 @@ struct TLSTests {
             var request = fixture.request(server)
             request.tls = try TLSSettings.load(caFile: pki.path("ca.crt"))
             let outcome = try await Download(request: request).run()
-            guard case .completed(let result) = outcome else { Issue.record("\(outcome)"); return }
+            guard case .completed(let result) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
             #expect(result.sha256 == Self.content.sha256Hex())
             #expect(server.url().hasPrefix("https://"))
             // TLS records' headers and tags are not body bytes thrown away.
@@ -66,7 +70,8 @@ struct TLSTests {
             #expect(e.message.contains("127.0.0.1:\(server.port)"), "\(e.message)")
             #expect(e.message.contains("Meterwise Test CA"), "\(e.message)")
             #expect(e.message.contains("--cacert"), "\(e.message)")
-            #expect(!e.message.contains("NIOSSL") && !e.message.contains("BoringSSL") && !e.message.contains("/.build/"))
+            #expect(
+                !e.message.contains("NIOSSL") && !e.message.contains("BoringSSL") && !e.message.contains("/.build/"))
             // One handshake, no retries.
             #expect(server.requestCount == 0)
         }
@@ -122,14 +127,18 @@ struct TLSTests {
             let (error, elapsed) = await Self.failure(request)
             let e = try #require(error)
             #expect(e.code == .tls)
-            #expect(e.message.contains("requires a client certificate") || e.message.contains("refused"), "\(e.message)")
+            #expect(
+                e.message.contains("requires a client certificate") || e.message.contains("refused"), "\(e.message)")
             #expect(e.message.contains("--cert"), "\(e.message)")
             #expect(elapsed < .seconds(2))
 
             request.tls = try TLSSettings.load(
                 caFile: pki.path("ca.crt"), certFile: pki.path("client.crt"), keyFile: pki.path("client.key"))
             let outcome = try await Download(request: request).run()
-            guard case .completed(let result) = outcome else { Issue.record("\(outcome)"); return }
+            guard case .completed(let result) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
             #expect(result.sha256 == Self.content.sha256Hex())
         }
     }
@@ -139,11 +148,22 @@ struct TLSTests {
         defer { pki.remove() }
         let cases: [(() throws(TransferError) -> TLSSettings, String)] = [
             ({ () throws(TransferError) in try TLSSettings.load(caFile: pki.path("missing.crt")) }, "cannot be read"),
-            ({ () throws(TransferError) in try TLSSettings.load(caFile: pki.path("ca.key")) }, "holds no PEM certificate"),
-            ({ () throws(TransferError) in try TLSSettings.load(certFile: pki.path("client.crt"), keyFile: pki.path("server.key")) },
-             "is not the private key of"),
-            ({ () throws(TransferError) in try TLSSettings.load(certFile: pki.path("client.crt"), keyFile: pki.path("client.crt")) },
-             "is not an unencrypted PEM private key"),
+            (
+                { () throws(TransferError) in try TLSSettings.load(caFile: pki.path("ca.key")) },
+                "holds no PEM certificate"
+            ),
+            (
+                { () throws(TransferError) in
+                    try TLSSettings.load(certFile: pki.path("client.crt"), keyFile: pki.path("server.key"))
+                },
+                "is not the private key of"
+            ),
+            (
+                { () throws(TransferError) in
+                    try TLSSettings.load(certFile: pki.path("client.crt"), keyFile: pki.path("client.crt"))
+                },
+                "is not an unencrypted PEM private key"
+            ),
             ({ () throws(TransferError) in try TLSSettings.load(caFile: pki.directory) }, "not a regular file"),
         ]
         for (load, fragment) in cases {
@@ -157,7 +177,10 @@ struct TLSTests {
         }
         // A directory of PEM files (--capath) is read file by file.
         let trusted = try TLSSettings.load(caPath: pki.directory)
-        guard case .only(let roots) = trusted.trust else { Issue.record("not only"); return }
+        guard case .only(let roots) = trusted.trust else {
+            Issue.record("not only")
+            return
+        }
         #expect(roots.count >= 7)
     }
 
@@ -169,7 +192,10 @@ struct TLSTests {
             request.tls = try TLSSettings.load(caFile: pki.path("ca.crt"))
             request.proxy = try ProxySettings.environment(["https_proxy": proxy.url])
             let outcome = try await Download(request: request).run()
-            guard case .completed(let result) = outcome else { Issue.record("\(outcome)"); return }
+            guard case .completed(let result) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
             #expect(result.sha256 == Self.content.sha256Hex())
             #expect(proxy.connects.contains("127.0.0.1:\(server.port)"), "\(proxy.log)")
 
@@ -177,7 +203,10 @@ struct TLSTests {
             var direct = fixture.request(server, name: "direct.bin")
             direct.tls = request.tls
             direct.proxy = try ProxySettings.environment(["https_proxy": proxy.url, "no_proxy": "127.0.0.1"])
-            guard case .completed = try await Download(request: direct).run() else { Issue.record("direct failed"); return }
+            guard case .completed = try await Download(request: direct).run() else {
+                Issue.record("direct failed")
+                return
+            }
             #expect(proxy.connects.count == before)
         }
     }
@@ -210,19 +239,24 @@ struct TLSTests {
             #expect(e.code == .proxy, "\(e)")
             #expect(e.message.contains("USER:PASSWORD"), "\(e.message)")
 
-            request.proxy = .every(try ProxyServer.parse("http://fleet:wrong@127.0.0.1:\(proxy.port)", origin: "--proxy"))
+            request.proxy = .every(
+                try ProxyServer.parse("http://fleet:wrong@127.0.0.1:\(proxy.port)", origin: "--proxy"))
             // tinyproxy answers wrong credentials with 401, not 407: a refused tunnel, said as such (and retried:
             // a proxy's refusal cannot be told from its upstream being down).
             request.maxRetries = 1
             let (refused, _) = await Self.failure(request)
             #expect(refused?.code == .retriesExhausted)
-            #expect(refused?.message.contains("the proxy refused to open the tunnel") ?? false, "\(String(describing: refused))")
+            #expect(
+                refused?.message.contains("the proxy refused to open the tunnel") ?? false,
+                "\(String(describing: refused))")
             #expect(!(refused?.message.contains("wrong") ?? true))
             request.maxRetries = 6
 
-            request.proxy = .every(try ProxyServer.parse("http://fleet:s3cret@127.0.0.1:\(proxy.port)", origin: "--proxy"))
+            request.proxy = .every(
+                try ProxyServer.parse("http://fleet:s3cret@127.0.0.1:\(proxy.port)", origin: "--proxy"))
             guard case .completed(let result) = try await Download(request: request).run() else {
-                Issue.record("with credentials: not completed"); return
+                Issue.record("with credentials: not completed")
+                return
             }
             #expect(result.sha256 == Self.content.sha256Hex())
         }

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import RangeServer
 import TestSupport
+import Testing
+
 @testable import Transfer
 
 /// The whole-file sha256 is computed only when someone uses it; the file is right either way.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Transfer
 
 /// The window a running connection may offer: enough for its rate over its lowest round trip, no more.
@@ -21,7 +22,9 @@ import Testing
         var governor = WindowGovernor(at: start)
         // 100 Mbit/s over a 50 µs round trip: 1.2 KB a round trip.
         let read: Int64 = 250_000  // 12.5 MB/s over the 20 ms turn
-        #expect(governor.window(read: read, at: start + turn, minRTT: .microseconds(50), connections: connections) == expected)
+        #expect(
+            governor.window(read: read, at: start + turn, minRTT: .microseconds(50), connections: connections)
+                == expected)
     }
 
     /// On a long path a window that holds the rate back doubles each turn until the link is the limit; then
@@ -61,10 +64,12 @@ import Testing
     /// than a few makes the sender wait on it.
     @Test func aWindowHoldsAFewSegments() {
         var governor = WindowGovernor(at: start)
-        #expect(governor.window(read: 1 << 20, at: start + turn, minRTT: .microseconds(10), segment: 65_483, connections: 4)
+        #expect(
+            governor.window(read: 1 << 20, at: start + turn, minRTT: .microseconds(10), segment: 65_483, connections: 4)
                 == 4 * 65_483)
         var veth = WindowGovernor(at: start)
-        #expect(veth.window(read: 1 << 20, at: start + turn, minRTT: .microseconds(10), segment: 1448, connections: 4)
+        #expect(
+            veth.window(read: 1 << 20, at: start + turn, minRTT: .microseconds(10), segment: 1448, connections: 4)
                 == 12 << 10)
     }
 
@@ -76,6 +81,8 @@ import Testing
 
     @Test func aHugeProductStopsAtTheCeiling() {
         var governor = WindowGovernor(at: start)
-        #expect(governor.window(read: .max / 2, at: start + turn, minRTT: .seconds(10), connections: 1) == WindowGovernor.ceiling)
+        #expect(
+            governor.window(read: .max / 2, at: start + turn, minRTT: .seconds(10), connections: 1)
+                == WindowGovernor.ceiling)
     }
 }

@@ -65,12 +65,16 @@ final class ConnectionTap: Sendable {
             if let tls = try? pipeline.handler(type: NIOSSLClientHandler.self) {
                 // TLS: the socket's bytes before the TLS handler, the HTTP parser's after it.
                 let socket = ReadCounter(tap: nil)
-                channels.withLock { $0[key] = Tapped(channel: channel, counter: socket, governor: WindowGovernor(at: .now)) }
+                channels.withLock {
+                    $0[key] = Tapped(channel: channel, counter: socket, governor: WindowGovernor(at: .now))
+                }
                 try pipeline.addHandler(socket, position: .first)
                 try pipeline.addHandler(ReadCounter(tap: self), position: .after(tls))
             } else {
                 let counter = ReadCounter(tap: self)
-                channels.withLock { $0[key] = Tapped(channel: channel, counter: counter, governor: WindowGovernor(at: .now)) }
+                channels.withLock {
+                    $0[key] = Tapped(channel: channel, counter: counter, governor: WindowGovernor(at: .now))
+                }
                 try pipeline.addHandler(counter, position: .first)
             }
         }
@@ -95,7 +99,9 @@ final class ConnectionTap: Sendable {
     /// little in flight; called every `WindowGovernor.period`. A window a pause froze is left as it is: the check and
     /// the clamp run on the connection's event loop, where `freezeWindows`' clamp comes after.
     func governWindows() async {
-        let open = channels.withLock { table in table.filter { !$0.value.frozen }.map { (key: $0.key, channel: $0.value.channel) } }
+        let open = channels.withLock { table in
+            table.filter { !$0.value.frozen }.map { (key: $0.key, channel: $0.value.channel) }
+        }
         for (key, channel) in open {
             guard let provider = channel as? any SocketOptionProvider,
                 let info: mw_tcp_info = try? await provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).get()
@@ -106,9 +112,10 @@ final class ConnectionTap: Sendable {
             let now = ContinuousClock.now
             let window: Int? = channels.withLock { table in
                 guard var entry = table[key], !entry.frozen else { return nil }
-                let window = entry.governor.window(read: entry.counter.total.load(ordering: .relaxed), at: now,
-                                                   minRTT: micros > 0 ? .microseconds(micros) : nil, segment: segment,
-                                                   connections: open.count)
+                let window = entry.governor.window(
+                    read: entry.counter.total.load(ordering: .relaxed), at: now,
+                    minRTT: micros > 0 ? .microseconds(micros) : nil, segment: segment,
+                    connections: open.count)
                 table[key] = entry
                 return window
             }

@@ -19,7 +19,9 @@ public enum TransferClient {
     }
 
     /// The same, with every connection registered in `tap` (a download's own client).
-    static func configuration(noProgressTimeout: Duration, tls: TLSSettings, proxy: ProxyServer?, tap: ConnectionTap?) -> HTTPClient.Configuration {
+    static func configuration(noProgressTimeout: Duration, tls: TLSSettings, proxy: ProxyServer?, tap: ConnectionTap?)
+        -> HTTPClient.Configuration
+    {
         var c = HTTPClient.Configuration()
         c.tlsConfiguration = tls.configuration
         c.proxy = proxy.map(Self.proxy)
@@ -28,7 +30,8 @@ public enum TransferClient {
         c.httpVersion = .http1Only
         // One connection per segment: room for `perHostConnections` segments to one host at once (the
         // engine keeps jobs × segments within it), so no request waits in the pool.
-        c.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: perHostConnections)
+        c.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: perHostConnections)
         // A connection that cannot be made fails its request at once: the downloader retries with its own
         // back-off (and says why), and a TLS failure is reported in a moment, not after the connect timeout.
         c.connectionPool.retryConnectionEstablishment = false
@@ -37,7 +40,8 @@ public enum TransferClient {
         c.http1_1ConnectionDebugInitializer = { channel in
             let allocator = channel.setOption(
                 ChannelOptions.recvAllocator,
-                value: AdaptiveRecvByteBufferAllocator(minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
+                value: AdaptiveRecvByteBufferAllocator(
+                    minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
             )
             guard let tap else { return allocator }
             return allocator.flatMap { tap.register(channel) }
@@ -49,7 +53,9 @@ public enum TransferClient {
     static func proxy(_ server: ProxyServer) -> HTTPClient.Configuration.Proxy {
         switch server.kind {
         case .http:
-            let authorization = server.username.map { HTTPClient.Authorization.basic(username: $0, password: server.password ?? "") }
+            let authorization = server.username.map {
+                HTTPClient.Authorization.basic(username: $0, password: server.password ?? "")
+            }
             return .server(host: server.host, port: server.port, authorization: authorization)
         case .socks5:
             return .socksServer(host: server.host, port: server.port)

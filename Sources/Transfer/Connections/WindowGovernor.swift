@@ -47,8 +47,10 @@ struct WindowGovernor: Sendable {
     /// The window for the connection now, from its bytes read so far, its lowest round trip (nil when the
     /// kernel gives none), the largest segment the peer may send (0 unknown) and how many connections the
     /// download has open; nil when there is nothing to go by.
-    mutating func window(read: Int64, at now: ContinuousClock.Instant, minRTT: Duration?, segment: Int = 0,
-                         connections: Int) -> Int? {
+    mutating func window(
+        read: Int64, at now: ContinuousClock.Instant, minRTT: Duration?, segment: Int = 0,
+        connections: Int
+    ) -> Int? {
         let elapsed = now - lastTime
         guard elapsed > .zero, read >= lastRead else { return nil }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18

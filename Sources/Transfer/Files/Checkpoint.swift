@@ -72,7 +72,6 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     /// Verified data in the partial file, in offset order.
     public var pieces: [Piece]
 
-
     /// Keys are snake_case like every JSON Meterwise writes; `CheckpointFile` still reads the camelCase
     /// keys of older checkpoints.
     enum CodingKeys: String, CodingKey {

@@ -86,7 +86,9 @@ enum FileIO {
         )
     }
 
-    static func pwriteAll(fd: Int32, _ raw: UnsafeRawBufferPointer, at offset: Int64, what: String) throws(TransferError) {
+    static func pwriteAll(fd: Int32, _ raw: UnsafeRawBufferPointer, at offset: Int64, what: String)
+        throws(TransferError)
+    {
         var done = 0
         while done < raw.count {
             let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + Int64(done)))
@@ -144,7 +146,8 @@ enum FileIO {
     static func freeBytes(_ directory: String) -> Int64? {
         var info = statvfs()
         guard statvfs(directory, &info) == 0 else { return nil }
-        let (product, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        let (product, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(
+            by: Int64(clamping: info.f_frsize))
         return overflow ? Int64.max : product
     }
 

@@ -14,7 +14,8 @@ public enum DestinationCheck {
     public static func resolve(_ destination: String, identity: FileIdentity?) throws(TransferError) -> String {
         let name = FileIO.name(of: destination)
         guard !name.isEmpty, name != ".", name != ".." else {
-            throw TransferError(.invalidURL, "\(destination) names a directory; give a file name, e.g. \(destination)/file.iso")
+            throw TransferError(
+                .invalidURL, "\(destination) names a directory; give a file name, e.g. \(destination)/file.iso")
         }
         let directory = try OutputDirectory.open(holding: destination, identity: identity)
         try directory.checkWritable()

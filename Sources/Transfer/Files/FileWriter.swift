@@ -35,7 +35,8 @@ final class FileWriter: Sendable {
     private let onCheckpoint: @Sendable (Int64) -> Void
 
     init(
-        file: PartialFile, directory: OutputDirectory, checkpointName: String, everyBytes: Int64, every: Duration, limit: Int = 1 << 20,
+        file: PartialFile, directory: OutputDirectory, checkpointName: String, everyBytes: Int64, every: Duration,
+        limit: Int = 1 << 20,
         makeCheckpoint: @escaping @Sendable ([Checkpoint.Piece]) -> Checkpoint?,
         onCheckpoint: @escaping @Sendable (Int64) -> Void
     ) {
@@ -179,7 +180,14 @@ final class FileWriter: Sendable {
                 return error
             }
         }
-        if let digest { await withCheckedContinuation { c in digestQueue.async { digest.reset(); c.resume() } } }
+        if let digest {
+            await withCheckedContinuation { c in
+                digestQueue.async {
+                    digest.reset()
+                    c.resume()
+                }
+            }
+        }
         if let failure { throw failure }
     }
 

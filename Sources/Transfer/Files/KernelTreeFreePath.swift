@@ -1,4 +1,5 @@
 import CFileCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import CFileCalls
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -44,7 +45,8 @@ final class OutputDirectory: Sendable {
                 if code == EACCES || code == EPERM {
                     throw TransferError(
                         .permission,
-                        "\(path) is not reachable by \(identity.map { "uid \($0.uid)" } ?? "you") (\(String(cString: strerror(code)))); choose a directory that user may write to.")
+                        "\(path) is not reachable by \(identity.map { "uid \($0.uid)" } ?? "you") (\(String(cString: strerror(code)))); choose a directory that user may write to."
+                    )
                 }
                 throw FileIO.error("open the directory \(path)")
             }
@@ -80,7 +82,8 @@ final class OutputDirectory: Sendable {
             if code == EACCES || code == EPERM || code == EROFS {
                 throw TransferError(
                     .permission,
-                    "\(path) is not writable by \(identity.map { "uid \($0.uid)" } ?? "you") (\(String(cString: strerror(code)))); choose a directory that user may write to.")
+                    "\(path) is not writable by \(identity.map { "uid \($0.uid)" } ?? "you") (\(String(cString: strerror(code)))); choose a directory that user may write to."
+                )
             }
             throw TransferError(.fileSystem, "Could not check \(path): \(String(cString: strerror(code))).")
         }
@@ -159,12 +162,15 @@ final class OutputDirectory: Sendable {
     func rename(_ from: String, to: String, replace: Bool) throws(TransferError) {
         try perform { () throws(TransferError) in
             if replace {
-                guard renameat(fd, from, fd, to) == 0 else { throw FileIO.error("rename \(display(from)) to \(display(to))") }
+                guard renameat(fd, from, fd, to) == 0 else {
+                    throw FileIO.error("rename \(display(from)) to \(display(to))")
+                }
             } else if mw_rename_noreplace(fd, from, fd, to) != 0 {
                 if errno == EEXIST {
                     throw TransferError(
                         .destinationExists,
-                        "\(display(to)) appeared during the download; pass --force to overwrite it (the partial file is kept).")
+                        "\(display(to)) appeared during the download; pass --force to overwrite it (the partial file is kept)."
+                    )
                 }
                 throw FileIO.error("rename \(display(from)) to \(display(to))")
             }

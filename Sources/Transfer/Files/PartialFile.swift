@@ -1,5 +1,6 @@
 import Crypto
 import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -29,7 +30,8 @@ final class PartialFile: @unchecked Sendable {
     let digests: Bool
 
     /// Takes over `fd`, the partial file opened for reading and writing (and locked); `truncate` empties it.
-    init(fd: Int32, path: String, chunkSize: Int64, total: Int64?, truncate: Bool, digests: Bool) throws(TransferError) {
+    init(fd: Int32, path: String, chunkSize: Int64, total: Int64?, truncate: Bool, digests: Bool) throws(TransferError)
+    {
         if truncate && ftruncate(fd, 0) != 0 {
             let error = FileIO.error("truncate the partial file \(path)")
             close(fd)

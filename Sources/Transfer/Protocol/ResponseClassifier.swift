@@ -82,7 +82,8 @@ public enum RestartReason: String, Sendable, Equatable {
     case rangeIgnored = "the server answered 200 to a range request (ranges unsupported, or the object changed)"
     case rangeMismatch = "the server's Content-Range is not the range that was asked for"
     case rangeNotSatisfiable = "the server answered 416 and the local data is not complete"
-    case unvalidated = "the server gives no validator (strong ETag or Last-Modified), so the partial data cannot be proven to belong to the same object; pass --resume-unvalidated to keep it"
+    case unvalidated =
+        "the server gives no validator (strong ETag or Last-Modified), so the partial data cannot be proven to belong to the same object; pass --resume-unvalidated to keep it"
     case damagedCheckpoint = "the checkpoint is unreadable or does not match this download"
     case otherURL = "the checkpoint was written for another URL"
 }
@@ -140,14 +141,18 @@ public enum ResponseClassifier {
             !encoding.split(separator: ",").allSatisfy({ $0.trimmingCharacters(" ").lowercased() == "identity" })
         {
             // Asked for identity: an encoded body must never be spliced raw into the file.
-            return .fail(TransferError(
-                .protocolViolation,
-                "The server sent the body with Content-Encoding \(encoding.prefix(40)) although identity was asked for; the file would be corrupt. Ask the server's operator to serve it unencoded."))
+            return .fail(
+                TransferError(
+                    .protocolViolation,
+                    "The server sent the body with Content-Encoding \(encoding.prefix(40)) although identity was asked for; the file would be corrupt. Ask the server's operator to serve it unencoded."
+                ))
         }
         switch head.status {
         case 301, 302, 303, 307, 308:
             guard let location = head.location, !location.isEmpty else {
-                return .fail(TransferError(.protocolViolation, "The server redirected without a Location header; check the URL."))
+                return .fail(
+                    TransferError(.protocolViolation, "The server redirected without a Location header; check the URL.")
+                )
             }
             return .redirect(location: location)
         case 206:

@@ -6,7 +6,6 @@ public struct Validators: Sendable, Equatable, Codable {
     /// The Last-Modified header as the server sent it.
     public var lastModified: String?
 
-
     enum CodingKeys: String, CodingKey {
         case etag
         case lastModified = "last_modified"

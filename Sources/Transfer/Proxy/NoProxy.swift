@@ -43,7 +43,8 @@ public struct NoProxy: Sendable, Hashable {
                 item = String(item[..<colon])
             }
             if let slash = item.firstIndex(of: "/") {
-                guard let bits = Int(item[item.index(after: slash)...]), let address = Self.address(String(item[..<slash])),
+                guard let bits = Int(item[item.index(after: slash)...]),
+                    let address = Self.address(String(item[..<slash])),
                     (0...address.count * 8).contains(bits)
                 else { continue }
                 entries.append(.network(address, prefix: bits))
@@ -71,7 +72,9 @@ public struct NoProxy: Sendable, Hashable {
             case .domain(let domain):
                 if address == nil, name == domain || name.hasSuffix("." + domain) { return true }
             case .network(let network, let prefix):
-                if let address, address.count == network.count, Self.prefix(address, network, bits: prefix) { return true }
+                if let address, address.count == network.count, Self.prefix(address, network, bits: prefix) {
+                    return true
+                }
             }
         }
         return false

@@ -49,7 +49,9 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         switch URLAuthority.parse(url) {
         case .success(let a): authority = a
         case .failure(.badPort(let port)):
-            throw TransferError(.invalidURL, "\(origin): the proxy \(shown) has the port \"\(port)\"; a port is a number from 1 to 65535.")
+            throw TransferError(
+                .invalidURL,
+                "\(origin): the proxy \(shown) has the port \"\(port)\"; a port is a number from 1 to 65535.")
         case .failure:
             throw TransferError(.invalidURL, "\(origin): \(shown) is not a proxy URL; write http://HOST:PORT.")
         }
@@ -60,17 +62,21 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         case "https":
             throw TransferError(
                 .invalidURL,
-                "\(origin): \(shown) is an https:// proxy (TLS to the proxy itself), which Meterwise does not speak; use the proxy's http:// address (https downloads are still encrypted end to end through CONNECT).")
+                "\(origin): \(shown) is an https:// proxy (TLS to the proxy itself), which Meterwise does not speak; use the proxy's http:// address (https downloads are still encrypted end to end through CONNECT)."
+            )
         default:
             throw TransferError(
-                .invalidURL, "\(origin): the proxy scheme \"\(authority.scheme)\" is not supported; use http:// or socks5://.")
+                .invalidURL,
+                "\(origin): the proxy scheme \"\(authority.scheme)\" is not supported; use http:// or socks5://.")
         }
         var username: String?
         var password: String?
         if let userinfo = authority.userinfo {
             if kind == .socks5 {
                 throw TransferError(
-                    .invalidURL, "\(origin): SOCKS5 proxies with a user name and password are not supported; use an http:// proxy or one without credentials.")
+                    .invalidURL,
+                    "\(origin): SOCKS5 proxies with a user name and password are not supported; use an http:// proxy or one without credentials."
+                )
             }
             let parts = userinfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             guard let user = percentDecoded(parts[0]), let pass = parts.count > 1 ? percentDecoded(parts[1]) : "" else {
@@ -79,7 +85,8 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
             username = user
             password = parts.count > 1 ? pass : nil
         }
-        return ProxyServer(kind: kind, host: authority.host, port: authority.port ?? 1080, username: username, password: password)
+        return ProxyServer(
+            kind: kind, host: authority.host, port: authority.port ?? 1080, username: username, password: password)
     }
 
     /// `%41` as `A`; nil for a malformed escape or bytes that are not UTF-8.

@@ -1,9 +1,10 @@
 import AsyncHTTPClient
+import Logging
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Logging
-import Synchronization
 
 /// One checkpointed, resumable download: the library's entry point.
 ///
@@ -47,7 +48,9 @@ public final class Download: Sendable {
     ///     own client, whose connections a pause can drain before closing them (`ConnectionTap`), so
     ///     what the kernel already received is kept rather than thrown away.
     ///   - logger: receives info and debug messages; URLs are logged with their query redacted.
-    public init(request: DownloadRequest, client: HTTPClient? = nil, logger: Logger = Logger(label: "meterwise.transfer")) {
+    public init(
+        request: DownloadRequest, client: HTTPClient? = nil, logger: Logger = Logger(label: "meterwise.transfer")
+    ) {
         self.request = request
         self.client = client
         self.logger = logger
@@ -123,9 +126,12 @@ public final class Download: Sendable {
     /// After a failure before any byte was kept (a TLS failure, a 404): the empty partial file goes, so no
     /// `FILE.part` of 0 bytes is left behind. One with data, or with a checkpoint, stays for a resume.
     func removeEmptyPartial() {
-        guard let directory = try? OutputDirectory.open(holding: request.destination, identity: request.identity) else { return }
+        guard let directory = try? OutputDirectory.open(holding: request.destination, identity: request.identity) else {
+            return
+        }
         let names = OutputNames(destination: request.destination)
-        guard !directory.exists(names.checkpoint), case .own(let fd) = directory.openOwn(names.partial, writable: false) else { return }
+        guard !directory.exists(names.checkpoint), case .own(let fd) = directory.openOwn(names.partial, writable: false)
+        else { return }
         var st = stat()
         let empty = fstat(fd, &st) == 0 && st.st_size == 0
         close(fd)
@@ -173,7 +179,8 @@ public final class Download: Sendable {
             let own = HTTPClient(
                 eventLoopGroupProvider: .singleton,
                 configuration: TransferClient.configuration(
-                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: request.proxy.server(for: request.url),
+                    noProgressTimeout: request.noProgressTimeout, tls: request.tls,
+                    proxy: request.proxy.server(for: request.url),
                     tap: connections)
             )
             ownClient = own
@@ -232,7 +239,7 @@ public final class Download: Sendable {
     /// The counts of the last run that ended paused (what its `.paused` event said): for a caller that
     /// learns of the end from `run()` and wants them with it.
     public var pausedProgress: DownloadProgress? {
-        get { control.withLock { $0.pausedProgress } }
+        control.withLock { $0.pausedProgress }
     }
 
     func setPausedProgress(_ progress: DownloadProgress) {

@@ -62,7 +62,9 @@ extension DownloadRun {
             }
             var workers = 0
             if let total = board.plan.total {
-                let n = max(1, min(board.parts(total: total), Int(board.plan.remainingBytes / max(1, board.plan.chunkSize)) + 1))
+                let n = max(
+                    1, min(board.parts(total: total), Int(board.plan.remainingBytes / max(1, board.plan.chunkSize)) + 1)
+                )
                 board.split(into: n)
                 writer.setSegments(n)
                 let c = board.counters
@@ -101,9 +103,12 @@ extension DownloadRun {
                         // what they had received at this moment, then close.
                         tap.freezeWindows()
                         board.beginDrain()
-                        let drain = PauseDrain(started: .now, target: tap.read.load(ordering: .relaxed) + (await tap.unreadBytes()))
+                        let drain = PauseDrain(
+                            started: .now, target: tap.read.load(ordering: .relaxed) + (await tap.unreadBytes()))
                         group.addTask {
-                            while !drain.isOver(now: .now, read: tap.read.load(ordering: .relaxed), lastReceive: board.lastReceive) {
+                            while !drain.isOver(
+                                now: .now, read: tap.read.load(ordering: .relaxed), lastReceive: board.lastReceive)
+                            {
                                 try? await Task.sleep(for: PauseDrain.poll)
                                 if Task.isCancelled { break }
                             }
@@ -201,7 +206,9 @@ extension DownloadRun {
                     board.noteFailure(reason)
                     return .restart(.unvalidated)
                 }
-                guard let delay = download.retry.delay(attempt: attempt, retryAfter: after, jitter: Double.random(in: 0..<1))
+                guard
+                    let delay = download.retry.delay(
+                        attempt: attempt, retryAfter: after, jitter: Double.random(in: 0..<1))
                 else {
                     return .failed(
                         TransferError(
@@ -244,7 +251,8 @@ extension DownloadRun {
             http.localAddress = download.localAddress
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
+                response = try await client.execute(
+                    http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
                 if let error = error as? HTTPClientError, error == .getConnectionFromPoolTimeout {
@@ -253,7 +261,8 @@ extension DownloadRun {
                 }
                 if let permanent = await permanentFailure(error, url: url) { return .end(.failed(permanent)) }
                 let via = proxy.map { " through the proxy \($0)" } ?? ""
-                return .retry(after: nil, reason: "the request\(via) failed: \(FailureText.describe(error))", progressed: false)
+                return .retry(
+                    after: nil, reason: "the request\(via) failed: \(FailureText.describe(error))", progressed: false)
             }
             let head = ResponseHead(response)
             board.addHead(bytes: Self.headBytes(response))
@@ -279,7 +288,9 @@ extension DownloadRun {
                 }
             case .body(let offset, _, let total, let validators):
                 if let total, board.takeAdmission() {
-                    if let failure = admissionProblem(total: total, have: board.counters.done) { return .end(.failed(failure)) }
+                    if let failure = admissionProblem(total: total, have: board.counters.done) {
+                        return .end(.failed(failure))
+                    }
                     if let admit = request.admitTotal, await !admit(total) { return .end(.stop(.pause)) }
                 }
                 board.accept(total: total, validators: validators, ranged: head.status == 206, segment: id)
@@ -306,13 +317,15 @@ extension DownloadRun {
         if total > limit {
             return TransferError(
                 .tooLarge,
-                "The object is \(total) bytes, over the maximum size of \(limit) bytes; raise --max-size if it is right.")
+                "The object is \(total) bytes, over the maximum size of \(limit) bytes; raise --max-size if it is right."
+            )
         }
         let directory = FileIO.directory(of: request.destination)
         if let free = FileIO.freeBytes(directory), total - have > free {
             return TransferError(
                 .tooLarge,
-                "The object needs \(total - have) more bytes but \(directory) has \(free) free; free \(total - have - free) bytes or choose another -o, then run again.")
+                "The object needs \(total - have) more bytes but \(directory) has \(free) free; free \(total - have - free) bytes or choose another -o, then run again."
+            )
         }
         return nil
     }
@@ -334,9 +347,12 @@ extension DownloadRun {
                 let end = board.end(of: id)
                 if position >= end { break }
                 if end == RangePlan.unknownEnd, position + Int64(n) > limit {
-                    return .end(.failed(TransferError(
-                        .tooLarge,
-                        "The server sent more than \(limit) bytes without saying the length; stopped. Raise --max-size if the object is that large.")))
+                    return .end(
+                        .failed(
+                            TransferError(
+                                .tooLarge,
+                                "The server sent more than \(limit) bytes without saying the length; stopped. Raise --max-size if the object is that large."
+                            )))
                 }
                 if !isThrottledBelowLowSpeed, let slow = speed.add(n, at: .now) {
                     return .retry(after: nil, reason: slow, progressed: false)
@@ -361,7 +377,9 @@ extension DownloadRun {
             return .end(.failed(error))
         } catch {
             if Task.isCancelled { return .end(.ended) }
-            return .retry(after: nil, reason: "the connection failed at byte \(position) (\(error))", progressed: position > offset)
+            return .retry(
+                after: nil, reason: "the connection failed at byte \(position) (\(error))",
+                progressed: position > offset)
         }
         if Task.isCancelled { return .end(.ended) }
         let end = board.end(of: id)

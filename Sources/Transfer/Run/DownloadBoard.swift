@@ -36,11 +36,14 @@ final class DownloadBoard: Sendable {
     var lastFailure: String? { state.withLock { $0.lastFailure } }
 
     init(
-        plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool, parts: @escaping @Sendable (Int64) -> Int,
+        plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool,
+        parts: @escaping @Sendable (Int64) -> Int,
         resumedBytes: Int64
     ) {
         state = Mutex(
-            State(plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts, resumedBytes: resumedBytes)
+            State(
+                plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts,
+                resumedBytes: resumedBytes)
         )
     }
 

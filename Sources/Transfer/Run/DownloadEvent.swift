@@ -39,8 +39,10 @@ public struct DownloadProgress: Sendable, Equatable {
     public var discardedBytes: Int64
 
     /// Creates a snapshot.
-    public init(bytesDone: Int64, totalBytes: Int64?, bytesFetched: Int64, bytesPerSecond: Double, activeSegments: Int,
-                discardedBytes: Int64 = 0) {
+    public init(
+        bytesDone: Int64, totalBytes: Int64?, bytesFetched: Int64, bytesPerSecond: Double, activeSegments: Int,
+        discardedBytes: Int64 = 0
+    ) {
         self.bytesDone = bytesDone
         self.totalBytes = totalBytes
         self.bytesFetched = bytesFetched

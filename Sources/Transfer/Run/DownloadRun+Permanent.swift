@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,13 +16,20 @@ extension DownloadRun {
             let shown = proxy.map { "The proxy \($0)" } ?? "The proxy"
             if proxy?.username != nil {
                 return TransferError(
-                    .proxy, "\(shown) refused the user name and password in its URL (407); check them (%-encode @, : and % in them).")
+                    .proxy,
+                    "\(shown) refused the user name and password in its URL (407); check them (%-encode @, : and % in them)."
+                )
             }
             return TransferError(
-                .proxy, "\(shown) asks for a user name and password (407); put them in the proxy URL: http://USER:PASSWORD@HOST:PORT.")
+                .proxy,
+                "\(shown) asks for a user name and password (407); put them in the proxy URL: http://USER:PASSWORD@HOST:PORT."
+            )
         }
-        guard let failure = TLSFailure.classify(error), case .success(let authority) = URLAuthority.parse(url) else { return nil }
-        logger.debug("TLS failure", metadata: ["error": "\(String(reflecting: error))", "url": "\(RedactedURL.redact(url))"])
+        guard let failure = TLSFailure.classify(error), case .success(let authority) = URLAuthority.parse(url) else {
+            return nil
+        }
+        logger.debug(
+            "TLS failure", metadata: ["error": "\(String(reflecting: error))", "url": "\(RedactedURL.redact(url))"])
         var facts: CertificateFacts?
         // The probe takes the download's path: direct, or a CONNECT tunnel through its HTTP proxy.
         if failure == .serverCertificate || failure == .hostName, proxy?.kind != .socks5 {
@@ -35,7 +43,8 @@ extension DownloadRun {
         TransferError(
             .tls,
             TLSFailureText.message(
-                failure, host: authority.host, port: authority.effectivePort, facts: facts, settings: request.tls, proxy: proxy,
+                failure, host: authority.host, port: authority.effectivePort, facts: facts, settings: request.tls,
+                proxy: proxy,
                 now: Int64(time(nil))))
     }
 

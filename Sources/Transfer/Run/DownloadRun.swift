@@ -1,10 +1,11 @@
 import AsyncHTTPClient
 import CFileCalls
+import Logging
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Logging
-import Synchronization
 
 /// One call of `Download.run()`: load or discard the checkpoint, run attempts until the object is
 /// complete (restarting from 0 when the object changed), then verify and rename.
@@ -40,7 +41,9 @@ struct DownloadRun: Sendable {
     /// The partial file: the one there if it is ours; a symlink or a file that is not ours is removed
     /// with a notice (with the identity's rights, so only what its user may remove) and never opened.
     /// `created` is true when the file is new.
-    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> (fd: Int32, created: Bool) {
+    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> (
+        fd: Int32, created: Bool
+    ) {
         for _ in 0..<4 {
             switch directory.openOwn(names.partial, writable: true) {
             case .own(let fd): return (fd, false)
@@ -53,12 +56,16 @@ struct DownloadRun: Sendable {
                 } catch {
                     throw TransferError(
                         .permission,
-                        "\(why), and it cannot be removed as uid \(request.identity.ownerUID); remove it, or choose another path with -o.")
+                        "\(why), and it cannot be removed as uid \(request.identity.ownerUID); remove it, or choose another path with -o."
+                    )
                 }
             }
             if let fd = try directory.createIfAbsent(names.partial, mode: 0o600) { return (fd, true) }
         }
-        throw TransferError(.outputBusy, "\(directory.display(names.partial)) keeps changing; another program writes there. Choose another path with -o.")
+        throw TransferError(
+            .outputBusy,
+            "\(directory.display(names.partial)) keeps changing; another program writes there. Choose another path with -o."
+        )
     }
 
     /// The destination as an absolute path: its directory as the kernel resolved it when it was opened
@@ -131,18 +138,25 @@ struct DownloadRun: Sendable {
         let partialPath = directory.display(names.partial)
         switch action {
         case .fresh:
-            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true, digests: request.wantsSHA256)
+            file = try PartialFile(
+                fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true,
+                digests: request.wantsSHA256)
         case .discard(let reason):
             download.sink.yield(.warning("Not resuming the partial file: \(reason.rawValue). Starting from 0."))
             logger.info("checkpoint discarded", metadata: ["reason": "\(reason)"])
             CheckpointFile.remove(in: directory, name: names.checkpoint)
-            file = try PartialFile(fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true, digests: request.wantsSHA256)
+            file = try PartialFile(
+                fd: fd, path: partialPath, chunkSize: request.chunkSize, total: nil, truncate: true,
+                digests: request.wantsSHA256)
         case .resume(let cp):
-            file = try PartialFile(fd: fd, path: partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false, digests: request.wantsSHA256)
+            file = try PartialFile(
+                fd: fd, path: partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false,
+                digests: request.wantsSHA256)
             let good = file.verify(cp.pieces)
             if good.count < cp.pieces.count {
                 download.sink.yield(
-                    .warning("\(cp.pieces.count - good.count) damaged chunk(s) in the partial file will be fetched again.")
+                    .warning(
+                        "\(cp.pieces.count - good.count) damaged chunk(s) in the partial file will be fetched again.")
                 )
             }
             known = KnownObject(validators: cp.validators, total: cp.totalBytes)
@@ -159,7 +173,8 @@ struct DownloadRun: Sendable {
         let destination = wholeDestination
         let sink = download.sink
         let writer = FileWriter(
-            file: file, directory: directory, checkpointName: names.checkpoint, everyBytes: request.checkpointEveryBytes,
+            file: file, directory: directory, checkpointName: names.checkpoint,
+            everyBytes: request.checkpointEveryBytes,
             every: request.checkpointEvery,
             makeCheckpoint: { pieces in
                 ref.board.withLock { $0 }?.checkpoint(url: url, destination: destination, pieces: pieces)
@@ -179,10 +194,12 @@ struct DownloadRun: Sendable {
             let plan: RangePlan
             if let total = known?.total {
                 let have = pieces.map { $0.offset..<($0.offset + $0.length) }
-                plan = RangePlan(total: total, missing: RangePlan.missing(total: total, have: have), chunkSize: file.chunkSize)
+                plan = RangePlan(
+                    total: total, missing: RangePlan.missing(total: total, have: have), chunkSize: file.chunkSize)
                 if plan.isComplete {
                     return try await finish(
-                        writer: writer, directory: directory, names: names, total: total, resumedAtStart: resumedAtStart,
+                        writer: writer, directory: directory, names: names, total: total,
+                        resumedAtStart: resumedAtStart,
                         totals: totals)
                 }
             } else {
@@ -220,7 +237,8 @@ struct DownloadRun: Sendable {
                     try? await writer.checkpointNow()
                     throw TransferError(
                         reason == .unvalidated ? .retriesExhausted : .objectUnstable,
-                        GiveUpText.restartsExhausted(restarts: Self.maxRestarts, reason: reason, failure: board.lastFailure)
+                        GiveUpText.restartsExhausted(
+                            restarts: Self.maxRestarts, reason: reason, failure: board.lastFailure)
                     )
                 }
                 logger.info("restarting from 0", metadata: ["reason": "\(reason)"])
@@ -241,7 +259,8 @@ struct DownloadRun: Sendable {
                 )
                 download.setPausedProgress(progress)
                 download.sink.yield(.paused(progress))
-                logger.info("paused", metadata: ["bytes": "\(c.done)", "discarded": "\(totals.discarded.withLock { $0 })"])
+                logger.info(
+                    "paused", metadata: ["bytes": "\(c.done)", "discarded": "\(totals.discarded.withLock { $0 })"])
                 return .paused
             case .stopped(.cancel):
                 try? await writer.drain()

@@ -3,7 +3,7 @@ import NIOCore
 import NIOSSL
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What a failed request says to a person: the system's words for an errno (`Connection refused`), a
@@ -18,7 +18,8 @@ enum FailureText {
         if let client = error as? HTTPClientError {
             switch client {
             case .invalidProxyResponse:
-                return "the proxy refused to open the tunnel (its answer to CONNECT was not 200: it may not allow CONNECT to this port, refuse the credentials, or not reach the server)"
+                return
+                    "the proxy refused to open the tunnel (its answer to CONNECT was not 200: it may not allow CONNECT to this port, refuse the credentials, or not reach the server)"
             case .httpProxyHandshakeTimeout: return "the proxy did not answer the CONNECT in time"
             case .socksHandshakeTimeout: return "the proxy did not answer as a SOCKS5 proxy"
             case .tlsHandshakeTimeout: return "the TLS handshake did not complete in time"
@@ -40,7 +41,9 @@ enum FailureText {
         }
         let text = String(describing: error)
         // NIO's connection errors name the errno at the end: `... (errno: 111)`.
-        if let range = text.firstRange(of: "errno: "), let code = Int32(text[range.upperBound...].prefix { $0.isNumber }) {
+        if let range = text.firstRange(of: "errno: "),
+            let code = Int32(text[range.upperBound...].prefix { $0.isNumber })
+        {
             return errnoText(code)
         }
         return "an unexpected error (run with METERWISE_LOG=debug for the details)"

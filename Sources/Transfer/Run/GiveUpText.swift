@@ -5,9 +5,11 @@ public enum GiveUpText {
     public static func retriesExhausted(retries: Int, reason: String, bytesDone: Int64) -> String {
         let tries = retries == 1 ? "1 retry" : "\(retries) retries"
         if bytesDone > 0 {
-            return "Gave up after \(tries): \(reason). The checkpoint is saved (\(bytesDone) bytes); run the same command again to resume."
+            return
+                "Gave up after \(tries): \(reason). The checkpoint is saved (\(bytesDone) bytes); run the same command again to resume."
         }
-        return "Gave up after \(tries): \(reason). Nothing was received, so there is nothing to resume; run the same command again to try again."
+        return
+            "Gave up after \(tries): \(reason). Nothing was received, so there is nothing to resume; run the same command again to try again."
     }
 
     /// After `restarts` restarts from 0 for `reason`. Restarts for `.unvalidated` happen when a transfer
@@ -17,8 +19,10 @@ public enum GiveUpText {
     public static func restartsExhausted(restarts: Int, reason: RestartReason, failure: String?) -> String {
         switch reason {
         case .unvalidated:
-            let failed = failure.map { "each transfer failed part-way (the last: \($0))" } ?? "each transfer failed part-way"
-            return "Gave up after \(restarts) restarts from 0: \(failed), and the server gives no validator (strong ETag or Last-Modified), so the partial data cannot be kept. Fix what failed (a slow server: lower --speed-limit or raise --speed-time), or pass --resume-unvalidated to keep the partial data."
+            let failed =
+                failure.map { "each transfer failed part-way (the last: \($0))" } ?? "each transfer failed part-way"
+            return
+                "Gave up after \(restarts) restarts from 0: \(failed), and the server gives no validator (strong ETag or Last-Modified), so the partial data cannot be kept. Fix what failed (a slow server: lower --speed-limit or raise --speed-time), or pass --resume-unvalidated to keep the partial data."
         default:
             return "Gave up after \(restarts) restarts: \(reason.rawValue). The object keeps changing; try again later."
         }

@@ -11,7 +11,10 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxAttempts: Int
 
     /// Creates a policy.
-    public init(base: Duration = .milliseconds(250), cap: Duration = .seconds(30), maxRetryAfter: Duration = .seconds(300), maxAttempts: Int = 8) {
+    public init(
+        base: Duration = .milliseconds(250), cap: Duration = .seconds(30), maxRetryAfter: Duration = .seconds(300),
+        maxAttempts: Int = 8
+    ) {
         self.base = base
         self.cap = cap
         self.maxRetryAfter = maxRetryAfter

@@ -20,7 +20,8 @@ public struct CABundle: Sendable {
     public static func load(_ path: String) throws(TransferError) -> CABundle {
         let list = try TLSSettings.certificates(in: TLSSettings.readFile(path, option: "--ca-file", identity: nil))
         guard !list.isEmpty else {
-            throw TransferError(.tlsSetup, "--ca-file \(path) holds no PEM certificate; give the CA bundle in PEM form.")
+            throw TransferError(
+                .tlsSetup, "--ca-file \(path) holds no PEM certificate; give the CA bundle in PEM form.")
         }
         return CABundle(certificates: list)
     }

@@ -1,8 +1,9 @@
+import Foundation
+import NIOSSL
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import NIOSSL
 
 /// What a server's certificate says about itself, taken from the chain it presented: when it is valid,
 /// which names it is for, who issued it. Used only to explain a certificate that did not verify.
@@ -65,7 +66,9 @@ public struct CertificateFacts: Sendable, Equatable {
                 continue
             }
             if n == target { return true }
-            if n.hasPrefix("*."), let dot = target.firstIndex(of: "."), target[dot...] == n.dropFirst(), target[..<dot].count > 0 {
+            if n.hasPrefix("*."), let dot = target.firstIndex(of: "."), target[dot...] == n.dropFirst(),
+                target[..<dot].count > 0
+            {
                 return true
             }
         }
@@ -87,7 +90,8 @@ public struct CertificateFacts: Sendable, Equatable {
         var parts = tm()
         gmtime_r(&t, &parts)
         return String(
-            format: "%04d-%02d-%02d %02d:%02d UTC", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            format: "%04d-%02d-%02d %02d:%02d UTC", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday),
             Int(parts.tm_hour), Int(parts.tm_min))
     }
 }

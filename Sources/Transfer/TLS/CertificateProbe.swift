@@ -10,7 +10,9 @@ import Synchronization
 /// valid, another host's, or from an issuer this machine does not trust.
 enum CertificateProbe {
     /// The facts of the server's leaf certificate, or nil when it could not be had within `timeout`.
-    static func facts(host: String, port: Int, proxy: ProxyServer? = nil, timeout: TimeAmount = .seconds(5)) async -> CertificateFacts? {
+    static func facts(host: String, port: Int, proxy: ProxyServer? = nil, timeout: TimeAmount = .seconds(5)) async
+        -> CertificateFacts?
+    {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.certificateVerification = .fullVerification
         guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
@@ -32,7 +34,8 @@ enum CertificateProbe {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         if let proxy {
-                            let tunnel = ConnectTunnel(target: target, authorization: proxy.basicAuthorization, then: makeTLS)
+                            let tunnel = ConnectTunnel(
+                                target: target, authorization: proxy.basicAuthorization, then: makeTLS)
                             try channel.pipeline.syncOperations.addHandler(tunnel)
                         } else {
                             try channel.pipeline.syncOperations.addHandler(try makeTLS())
@@ -83,7 +86,8 @@ final class ConnectTunnel: ChannelInboundHandler, RemovableChannelHandler {
             if head.count > 16_384 { context.close(promise: nil) }
             return
         }
-        let statusLine = String(decoding: head[..<(head.firstIndex(of: UInt8(ascii: "\r")) ?? end.lowerBound)], as: UTF8.self)
+        let statusLine = String(
+            decoding: head[..<(head.firstIndex(of: UInt8(ascii: "\r")) ?? end.lowerBound)], as: UTF8.self)
         let code = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
         guard (200..<300).contains(code), end.upperBound == head.count, let next = try? then() else {
             context.close(promise: nil)

@@ -32,17 +32,21 @@ public enum TLSFailure: Sendable, Equatable {
         if t.contains("ALERT_CERTIFICATE_REQUIRED") || t.contains("PEER_DID_NOT_RETURN_A_CERTIFICATE") {
             return .clientCertificateRequired
         }
-        for alert in ["ALERT_BAD_CERTIFICATE", "ALERT_UNKNOWN_CA", "ALERT_CERTIFICATE_UNKNOWN", "ALERT_CERTIFICATE_EXPIRED",
-                      "ALERT_CERTIFICATE_REVOKED", "ALERT_UNSUPPORTED_CERTIFICATE", "ALERT_ACCESS_DENIED"]
+        for alert in [
+            "ALERT_BAD_CERTIFICATE", "ALERT_UNKNOWN_CA", "ALERT_CERTIFICATE_UNKNOWN", "ALERT_CERTIFICATE_EXPIRED",
+            "ALERT_CERTIFICATE_REVOKED", "ALERT_UNSUPPORTED_CERTIFICATE", "ALERT_ACCESS_DENIED",
+        ]
         where t.contains(alert) {
             return .clientCertificateRefused("TLS alert: " + alertName(alert))
         }
         if t.contains("WRONG_VERSION_NUMBER") || t.contains("HTTP_REQUEST") || t.contains("PACKET_LENGTH_TOO_LONG") {
             return .notTLS
         }
-        for reason in ["ALERT_HANDSHAKE_FAILURE", "ALERT_PROTOCOL_VERSION", "UNSUPPORTED_PROTOCOL", "NO_SHARED_CIPHER",
-                       "NO_CIPHERS_AVAILABLE", "ALERT_INSUFFICIENT_SECURITY", "ALERT_ILLEGAL_PARAMETER", "ALERT_DECODE_ERROR",
-                       "ALERT_INTERNAL_ERROR", "ALERT_UNRECOGNIZED_NAME", "ALERT_NO_APPLICATION_PROTOCOL"]
+        for reason in [
+            "ALERT_HANDSHAKE_FAILURE", "ALERT_PROTOCOL_VERSION", "UNSUPPORTED_PROTOCOL", "NO_SHARED_CIPHER",
+            "NO_CIPHERS_AVAILABLE", "ALERT_INSUFFICIENT_SECURITY", "ALERT_ILLEGAL_PARAMETER", "ALERT_DECODE_ERROR",
+            "ALERT_INTERNAL_ERROR", "ALERT_UNRECOGNIZED_NAME", "ALERT_NO_APPLICATION_PROTOCOL",
+        ]
         where t.contains(reason) {
             return .handshakeRefused(alertName(reason))
         }

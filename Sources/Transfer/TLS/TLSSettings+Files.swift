@@ -1,7 +1,8 @@
+import NIOSSL
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import NIOSSL
 
 extension TLSSettings {
     /// The largest certificate or key file read (a CA bundle of the whole web is about 220 KiB).
@@ -25,7 +26,10 @@ extension TLSSettings {
             if let caFile {
                 let certificates = try certificates(in: readFile(caFile, option: names.caFile, identity: identity))
                 guard !certificates.isEmpty else {
-                    throw TransferError(.tlsSetup, "\(names.caFile) \(caFile) holds no PEM certificate (-----BEGIN CERTIFICATE-----); give the CA's certificate in PEM form.")
+                    throw TransferError(
+                        .tlsSetup,
+                        "\(names.caFile) \(caFile) holds no PEM certificate (-----BEGIN CERTIFICATE-----); give the CA's certificate in PEM form."
+                    )
                 }
                 roots += certificates
                 origins.append("\(names.caFile) \(caFile)")
@@ -33,7 +37,10 @@ extension TLSSettings {
             if let caPath {
                 let certificates = try directoryCertificates(caPath, option: names.caPath, identity: identity)
                 guard !certificates.isEmpty else {
-                    throw TransferError(.tlsSetup, "\(names.caPath) \(caPath) holds no PEM certificate file; put the CA certificates there in PEM form.")
+                    throw TransferError(
+                        .tlsSetup,
+                        "\(names.caPath) \(caPath) holds no PEM certificate file; put the CA certificates there in PEM form."
+                    )
                 }
                 roots += certificates
                 origins.append("\(names.caPath) \(caPath)")
@@ -49,7 +56,9 @@ extension TLSSettings {
         case (let cert?, let key?):
             let chain = try certificates(in: readFile(cert, option: names.certFile, identity: identity))
             guard !chain.isEmpty else {
-                throw TransferError(.tlsSetup, "\(names.certFile) \(cert) holds no PEM certificate; give the client certificate in PEM form.")
+                throw TransferError(
+                    .tlsSetup,
+                    "\(names.certFile) \(cert) holds no PEM certificate; give the client certificate in PEM form.")
             }
             let keyBytes = try readFile(key, option: names.keyFile, identity: identity)
             let privateKey: NIOSSLPrivateKey
@@ -58,15 +67,18 @@ extension TLSSettings {
             } catch {
                 throw TransferError(
                     .tlsSetup,
-                    "\(names.keyFile) \(key) is not an unencrypted PEM private key; an encrypted one must be decrypted first (openssl pkey -in KEY -out KEY.plain), and chmod 600 it.")
+                    "\(names.keyFile) \(key) is not an unencrypted PEM private key; an encrypted one must be decrypted first (openssl pkey -in KEY -out KEY.plain), and chmod 600 it."
+                )
             }
             settings.clientChain = chain
             settings.clientKey = privateKey
             settings.clientOrigin = "\(names.certFile) \(cert)"
         case (_?, nil):
-            throw TransferError(.tlsSetup, "\(names.certFile) needs \(names.keyFile) too: the client certificate's private key.")
+            throw TransferError(
+                .tlsSetup, "\(names.certFile) needs \(names.keyFile) too: the client certificate's private key.")
         case (nil, _?):
-            throw TransferError(.tlsSetup, "\(names.keyFile) needs \(names.certFile) too: the client certificate for that key.")
+            throw TransferError(
+                .tlsSetup, "\(names.keyFile) needs \(names.certFile) too: the client certificate for that key.")
         }
         // Builds the context once, so a key that does not belong to its certificate is said now (not for
         // the default settings: a context loads the system's CA store, and `add` checks every job).
@@ -74,11 +86,13 @@ extension TLSSettings {
         do {
             _ = try NIOSSLContext(configuration: settings.configuration)
         } catch {
-            throw TransferError(.tlsSetup, "\(names.keyFile) \(keyFile ?? "") is not the private key of \(names.certFile) \(certFile ?? ""); give the key that belongs to that certificate.")
+            throw TransferError(
+                .tlsSetup,
+                "\(names.keyFile) \(keyFile ?? "") is not the private key of \(names.certFile) \(certFile ?? ""); give the key that belongs to that certificate."
+            )
         }
         return settings
     }
-
 
     /// The option names used in messages: the command line's or the API's.
     public struct OptionNames: Sendable {
@@ -87,8 +101,10 @@ extension TLSSettings {
         public var certFile: String
         public var keyFile: String
 
-        public static let commandLine = OptionNames(caFile: "--cacert", caPath: "--capath", certFile: "--cert", keyFile: "--key")
-        public static let api = OptionNames(caFile: "ca_file", caPath: "ca_path", certFile: "cert_file", keyFile: "key_file")
+        public static let commandLine = OptionNames(
+            caFile: "--cacert", caPath: "--capath", certFile: "--cert", keyFile: "--key")
+        public static let api = OptionNames(
+            caFile: "ca_file", caPath: "ca_path", certFile: "cert_file", keyFile: "key_file")
     }
 
     static func certificates(in bytes: [UInt8]) throws(TransferError) -> [NIOSSLCertificate] {
@@ -120,7 +136,8 @@ extension TLSSettings {
                 throw TransferError(.tlsSetup, "\(option) \(path) leads into /proc; give a PEM file of your own.")
             case .failure(.errno(let code)):
                 let reason = FailureText.errnoText(code)
-                throw TransferError(.tlsSetup, "\(option) \(path) cannot be read as uid \(identity.ownerUID): \(reason).")
+                throw TransferError(
+                    .tlsSetup, "\(option) \(path) cannot be read as uid \(identity.ownerUID): \(reason).")
             }
             defer { close(fd) }
             return try readAll(fd, path: path, option: option)
@@ -133,25 +150,32 @@ extension TLSSettings {
             throw TransferError(.tlsSetup, "\(option) \(path) is not a regular file; give a PEM file.")
         }
         guard info.st_size <= maxFileBytes else {
-            throw TransferError(.tlsSetup, "\(option) \(path) is larger than \(maxFileBytes >> 20) MiB; give a PEM file.")
+            throw TransferError(
+                .tlsSetup, "\(option) \(path) is larger than \(maxFileBytes >> 20) MiB; give a PEM file.")
         }
         // One byte past the limit: a file that grew after fstat is still caught.
         guard let bytes = FileIO.readAll(fd: fd, limit: maxFileBytes + 1) else {
             throw TransferError(.tlsSetup, "\(option) \(path) cannot be read: \(FailureText.errnoText(errno)).")
         }
         guard bytes.count <= maxFileBytes else {
-            throw TransferError(.tlsSetup, "\(option) \(path) is larger than \(maxFileBytes >> 20) MiB; give a PEM file.")
+            throw TransferError(
+                .tlsSetup, "\(option) \(path) is larger than \(maxFileBytes >> 20) MiB; give a PEM file.")
         }
         return bytes
     }
 
     /// The certificates of every regular PEM file in `path` (as `c_rehash` directories hold them; other
     /// files are skipped), read with `identity`'s rights.
-    static func directoryCertificates(_ path: String, option: String, identity: FileIdentity?) throws(TransferError) -> [NIOSSLCertificate] {
+    static func directoryCertificates(_ path: String, option: String, identity: FileIdentity?) throws(TransferError)
+        -> [NIOSSLCertificate]
+    {
         try identity.perform { () throws(TransferError) -> [NIOSSLCertificate] in
             let dirFD = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard dirFD >= 0 else {
-                throw TransferError(.tlsSetup, "\(option) \(path) cannot be opened as a directory as uid \(identity.ownerUID): \(FailureText.errnoText(errno)).")
+                throw TransferError(
+                    .tlsSetup,
+                    "\(option) \(path) cannot be opened as a directory as uid \(identity.ownerUID): \(FailureText.errnoText(errno))."
+                )
             }
             guard let dir = fdopendir(dirFD) else {
                 close(dirFD)
@@ -161,7 +185,9 @@ extension TLSSettings {
             var found: [NIOSSLCertificate] = []
             var seen = 0
             while let entry = readdir(dir), seen < maxDirectoryFiles {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
                 if name.hasPrefix(".") { continue }
                 seen += 1
                 let fd = openat(dirFD, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
@@ -174,4 +200,3 @@ extension TLSSettings {
         }
     }
 }
-
