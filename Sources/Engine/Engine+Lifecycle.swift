@@ -115,11 +115,12 @@ extension Engine {
         let actions = apply(slot, .ended(end))
         let stop = jobs[id]?.stop
         jobs[id]?.stop = nil
+        // Every stop that was asked for is counted, whatever it ends as (paused, cancelled, queued again).
+        let latency = stop.map { ContinuousClock.now - $0.decidedAt } ?? .zero
+        if stop != nil { stopLatency.record(latency) }
         for action in actions {
             switch action {
             case let .announcePaused(byUser):
-                let latency = stop.map { ContinuousClock.now - $0.decidedAt } ?? .zero
-                stopLatency.record(latency)
                 events.publish(
                     .paused(
                         job: id, reason: stop?.reason ?? "the transfer stopped", byUser: byUser,

@@ -182,7 +182,9 @@ import Testing
             let job = try await h.add()
             #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 300 << 10 })
             try await h.engine.cancel(job.id)
-            #expect(try await h.until { try await h.state(job.id) == .cancelled })
+            // The cancel returns once the transfer has ended, and its stop is counted.
+            #expect(try await h.state(job.id) == .cancelled)
+            #expect(await h.engine.stopLatency.count == 1)
             #expect(await h.until { !FileManager.default.fileExists(atPath: job.destination + ".part") })
             #expect(!FileManager.default.fileExists(atPath: job.checkpointPath))
         }

@@ -61,6 +61,7 @@ import Testing
             #expect(
                 status.job.bytesFetched - discarded <= status.job.bytesDone + (256 << 10) * Int64(pauses),
                 "fetched \(status.job.bytesFetched), discarded \(discarded), done \(status.job.bytesDone)")
+            #expect(await h.engine.stopLatency.count == pauses)
             let latencies = seen.withLock { $0.map(\.stopAfter) }.sorted()
             print(
                 "decision -> stopped over \(pauses) pauses: p50 \(latencies[latencies.count / 2]), max \(latencies.last!), discarded \(discarded) B"
