@@ -143,7 +143,7 @@ extension Engine {
             }
             jobs[id]?.record.bytesDone = progress.bytesDone
             jobs[id]?.record.totalBytes = progress.totalBytes
-            count(progress, job: id)
+            jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes)
             events.publish(.progress(job: id, progress))
             // A budget can run out mid-transfer: decide again while bytes count against one.
             if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
@@ -164,17 +164,10 @@ extension Engine {
             events.publish(.notice(job: id, text))
         case let .paused(progress):
             // The run's last count (run() returns the outcome and runEnded counts it too: whichever is first).
-            count(progress, job: id)
+            jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes)
         case .completed, .cancelled, .failed:
             break  // run() returns these; runEnded handles them
         }
-    }
-
-    /// A run's counts so far, added to what the job's earlier runs counted.
-    func count(_ progress: DownloadProgress, job id: String) {
-        guard let runtime = jobs[id] else { return }
-        jobs[id]?.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, progress.bytesFetched)
-        jobs[id]?.record.discardedBytes = fetchedSum(runtime.discardedBeforeRun, progress.discardedBytes)
     }
 
     func runEnded(_ id: String, _ result: Result<DownloadOutcome, TransferError>) {
@@ -194,9 +187,8 @@ extension Engine {
             runtime.record.sha256 = download.sha256
             runtime.record.bytesDone = download.totalBytes
             runtime.record.totalBytes = download.totalBytes
-            runtime.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, download.bytesFetched)
+            runtime.count(fetched: download.bytesFetched, discarded: download.discardedBytes)
             runtime.record.refetchedBytes += download.refetchedBytes
-            runtime.record.discardedBytes = fetchedSum(runtime.discardedBeforeRun, download.discardedBytes)
             runtime.record.reason = nil
             if let since = runtime.pausedSince {
                 runtime.pausedTotal += since.duration(to: clock.now)
@@ -205,8 +197,7 @@ extension Engine {
         case .success(.paused):
             end = .paused
             if let progress = runtime.download?.pausedProgress {
-                runtime.record.bytesFetched = fetchedSum(runtime.fetchedBeforeRun, progress.bytesFetched)
-                runtime.record.discardedBytes = fetchedSum(runtime.discardedBeforeRun, progress.discardedBytes)
+                runtime.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes)
             }
         case .success(.cancelled):
             end = .cancelled
@@ -263,10 +254,4 @@ extension Engine {
             logger.error("\(error)")
         }
     }
-}
-
-/// A saved counter plus a run's count: saturates, never traps (a counter that is saved must not).
-private func fetchedSum(_ saved: Int64, _ run: Int64) -> Int64 {
-    let (sum, overflow) = saved.addingReportingOverflow(max(0, run))
-    return overflow ? .max : sum
 }

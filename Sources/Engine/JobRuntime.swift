@@ -33,4 +33,11 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
     init(record: JobRecord) {
         self.record = record
     }
+
+    /// The current run's counts so far, added to what the job's earlier runs counted (saturating: a
+    /// counter that is saved must never trap).
+    mutating func count(fetched: Int64, discarded: Int64) {
+        record.bytesFetched = LinkAccounting.sum(fetchedBeforeRun, max(0, fetched))
+        record.discardedBytes = LinkAccounting.sum(discardedBeforeRun, max(0, discarded))
+    }
 }
