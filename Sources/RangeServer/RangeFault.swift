@@ -10,6 +10,10 @@ public enum RangeFault: Sendable {
     /// After `afterBytes` body bytes in total, replace the object by `with` (new ETag) and close the
     /// connection that was serving.
     case replace(afterBytes: Int64, with: RangeContent)
+    /// Send another strong ETag with every response for the same bytes (some CDNs and object-store gateways
+    /// do). `honoursIfMatch`: If-Match is compared with the new ETag, so it always fails (412); otherwise it is
+    /// ignored. `lastModified`: Last-Modified is sent (and stays the same) or left out.
+    case changingETag(honoursIfMatch: Bool, lastModified: Bool)
     /// Send the ETag as weak (`W/"..."`).
     case weakETag
     /// Send neither ETag nor Last-Modified.

@@ -161,10 +161,13 @@ public final class RangeServer: Sendable {
         let none = flags.contains { if case .noValidators = $0 { return true } else { return false } }
         let ignoreRange = flags.contains { if case .ignoreRange = $0 { return true } else { return false } }
         let ignorePre = flags.contains { if case .ignorePreconditions = $0 { return true } else { return false } }
+        var changing: (honoursIfMatch: Bool, lastModified: Bool)?
+        for f in flags { if case .changingETag(let h, let l) = f { changing = (h, l) } }
+        let etag = changing == nil ? content.etag : "\"c\(index)-\(String(content.size, radix: 16))\""
         var headers: [(String, String)] = [("Accept-Ranges", "bytes")]
         if !none {
-            headers.append(("ETag", weak ? "W/" + content.etag : content.etag))
-            headers.append(("Last-Modified", content.lastModified))
+            headers.append(("ETag", weak ? "W/" + etag : etag))
+            if changing?.lastModified ?? true { headers.append(("Last-Modified", content.lastModified)) }
         }
         if case .unavailable(let after, _)? = take(
             &s, { if case .unavailable = $0 { return true } else { return false } })
@@ -183,8 +186,8 @@ public final class RangeServer: Sendable {
             range = .unsatisfiable
         }
         if !ignorePre && !none {
-            if let m = request.ifMatch, m != "*",
-                !m.split(separator: ",").contains(where: { $0.trimmed == content.etag }) || weak
+            if let m = request.ifMatch, m != "*", changing?.honoursIfMatch ?? true,
+                !m.split(separator: ",").contains(where: { $0.trimmed == etag }) || weak
             {
                 return ResponsePlan(
                     status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
@@ -193,7 +196,7 @@ public final class RangeServer: Sendable {
                 return ResponsePlan(
                     status: 412, headers: headers + [("Content-Length", "0")], content: nil, index: index)
             }
-            if let ifRange = request.ifRange, ifRange != content.etag || weak, ifRange != content.lastModified {
+            if let ifRange = request.ifRange, ifRange != etag || weak, ifRange != content.lastModified {
                 range = nil
             }
         }

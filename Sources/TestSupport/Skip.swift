@@ -27,6 +27,10 @@ public enum TestNeeds {
     public static let opensslUnavailable: String? = TestPKI.unavailableReason
     /// Why tests through a real proxy cannot run here, or nil when they can.
     public static let proxyUnavailable: String? = Tinyproxy.unavailableReason
+    /// Why tests through squid cannot run here, or nil when they can.
+    public static let squidUnavailable: String? = Squid.unavailableReason
+    /// Why tests against lighttpd cannot run here, or nil when they can.
+    public static let lighttpdUnavailable: String? = Lighttpd.unavailableReason
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -75,6 +79,18 @@ extension Trait where Self == ConditionTrait {
     /// Needs tinyproxy, a real HTTP proxy.
     public static var needsProxy: Self {
         .enabled(if: TestNeeds.proxyUnavailable == nil, Comment(rawValue: "proxy: \(TestNeeds.proxyUnavailable ?? "")"))
+    }
+
+    /// Needs squid, Debian's caching proxy, with its stock access rules.
+    public static var needsSquid: Self {
+        .enabled(if: TestNeeds.squidUnavailable == nil, Comment(rawValue: "squid: \(TestNeeds.squidUnavailable ?? "")"))
+    }
+
+    /// Needs lighttpd.
+    public static var needsLighttpd: Self {
+        .enabled(
+            if: TestNeeds.lighttpdUnavailable == nil,
+            Comment(rawValue: "lighttpd: \(TestNeeds.lighttpdUnavailable ?? "")"))
     }
 
     /// Needs the built `meterwise` binary.

@@ -23,10 +23,8 @@ struct ValidatorsTests {
             ("\"x\"", nil, [("If-Match", "\"x\"")]),
             (
                 "W/\"x\"", "Sat, 01 Jan 2022 00:00:00 GMT",
-                [
-                    ("If-Unmodified-Since", "Sat, 01 Jan 2022 00:00:00 GMT"),
-                    ("If-Range", "Sat, 01 Jan 2022 00:00:00 GMT"),
-                ]
+                // Never If-Range: Apache ignores a recent date in it and answers 200 (issue 30, case 4).
+                [("If-Unmodified-Since", "Sat, 01 Jan 2022 00:00:00 GMT")]
             ),
             ("W/\"x\"", nil, []),
             (nil, nil, []),

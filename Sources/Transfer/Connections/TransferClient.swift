@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
 
 /// The HTTP client configuration the downloader needs.
 public enum TransferClient {
@@ -18,8 +19,19 @@ public enum TransferClient {
         configuration(noProgressTimeout: noProgressTimeout, tls: tls, proxy: proxy, tap: nil)
     }
 
+    /// The configuration of the client that forwards a download's http:// requests through an HTTP proxy
+    /// (`ForwardedRequest`): connections go to the proxy itself, each request line in absolute form.
+    static func forwarding(noProgressTimeout: Duration, tls: TLSSettings, tap: ConnectionTap?)
+        -> HTTPClient.Configuration
+    {
+        configuration(noProgressTimeout: noProgressTimeout, tls: tls, proxy: nil, tap: tap, absoluteForm: true)
+    }
+
     /// The same, with every connection registered in `tap` (a download's own client).
-    static func configuration(noProgressTimeout: Duration, tls: TLSSettings, proxy: ProxyServer?, tap: ConnectionTap?)
+    static func configuration(
+        noProgressTimeout: Duration, tls: TLSSettings, proxy: ProxyServer?, tap: ConnectionTap?,
+        absoluteForm: Bool = false
+    )
         -> HTTPClient.Configuration
     {
         var c = HTTPClient.Configuration()
@@ -43,8 +55,16 @@ public enum TransferClient {
                 value: AdaptiveRecvByteBufferAllocator(
                     minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
             )
-            guard let tap else { return allocator }
-            return allocator.flatMap { tap.register(channel) }
+            let target = allocator.flatMap { () -> EventLoopFuture<Void> in
+                guard absoluteForm else { return channel.eventLoop.makeSucceededVoidFuture() }
+                return channel.eventLoop.submit {
+                    let pipeline = channel.pipeline.syncOperations
+                    let encoder = try pipeline.handler(type: HTTPRequestEncoder.self)
+                    try pipeline.addHandler(AbsoluteFormTarget(), position: .after(encoder))
+                }
+            }
+            guard let tap else { return target }
+            return target.flatMap { tap.register(channel) }
         }
         return c
     }

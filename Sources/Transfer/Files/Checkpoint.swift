@@ -71,12 +71,17 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     public var segments: [SegmentRecord]
     /// Verified data in the partial file, in offset order.
     public var pieces: [Piece]
+    /// The server's ETag changed between requests although the bytes did not (proved by samples of what
+    /// is on disk, `ContentCheck`): `validators` then hold only Last-Modified, if the server keeps it, and a
+    /// resume proves the content again before it trusts the partial. Absent (nil) otherwise.
+    public var unstableETag: Bool?
 
     /// Keys are snake_case like every JSON Meterwise writes; `CheckpointFile` still reads the camelCase
     /// keys of older checkpoints.
     enum CodingKeys: String, CodingKey {
         case format, version, url, destination, validators, segments, pieces
         case totalBytes = "total_bytes", acceptRanges = "accept_ranges", chunkSize = "chunk_size"
+        case unstableETag = "unstable_etag"
     }
 
     /// Creates a checkpoint of the current version.

@@ -44,16 +44,13 @@ final class FileWriter: Sendable {
         self.digest = file.digests ? StreamDigest(frontier: file.frontier, hasher: file.fullHasher) : nil
         self.directory = directory
         self.checkpointName = checkpointName
-        self.state = Mutex(State(cadence: CheckpointCadence(everyBytes: everyBytes, every: every, start: .now)))
+        self.state = Mutex(State(cadence: CheckpointCadence(everyBytes: everyBytes, every: every)))
         let queues = file.digests ? 2 : 1
         self.high = queues * limit
         self.low = queues * limit / 2
         self.makeCheckpoint = makeCheckpoint
         self.onCheckpoint = onCheckpoint
     }
-
-    /// The checkpoint cadence scales with parallel segments (4 MiB per segment by default).
-    func setSegments(_ n: Int) { state.withLock { $0.cadence.segments = max(1, n) } }
 
     /// Queues `buffer` for `offset` (to the writer and, when wanted, to the in-order digest); waits while
     /// more than the limit is queued.

@@ -38,7 +38,9 @@ public enum ResumeDecision {
         if RedactedURL.withoutQuery(cp.url) != RedactedURL.withoutQuery(url) { return .discard(.otherURL) }
         if cp.pieces.isEmpty { return .fresh }
         guard cp.acceptRanges else { return .discard(.rangeIgnored) }
-        if cp.validators.isEmpty && !resumeUnvalidated { return .discard(.unvalidated) }
+        // A server whose ETag changes for the same bytes may leave no validator: the run proves the content
+        // again from samples before it trusts the partial (`ContentCheck`).
+        if cp.validators.isEmpty && !resumeUnvalidated && cp.unstableETag != true { return .discard(.unvalidated) }
         return .resume(cp)
     }
 }

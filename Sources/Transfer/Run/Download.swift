@@ -172,28 +172,39 @@ public final class Download: Sendable {
         var ownClient: HTTPClient?
         let client: HTTPClient
         var tap: ConnectionTap?
+        var forwarder: HTTPClient?
         if let given = self.client {
             client = given
         } else {
             let connections = ConnectionTap()
+            let proxy = request.proxy.server(for: request.url)
             let own = HTTPClient(
                 eventLoopGroupProvider: .singleton,
                 configuration: TransferClient.configuration(
-                    noProgressTimeout: request.noProgressTimeout, tls: request.tls,
-                    proxy: request.proxy.server(for: request.url),
-                    tap: connections)
+                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: proxy, tap: connections)
             )
             ownClient = own
             client = own
             tap = connections
+            if proxy?.kind == .http {
+                // http:// requests go to the proxy as absolute-form GETs (`ForwardedRequest`), https:// through
+                // `own`'s CONNECT tunnel.
+                forwarder = HTTPClient(
+                    eventLoopGroupProvider: .singleton,
+                    configuration: TransferClient.forwarding(
+                        noProgressTimeout: request.noProgressTimeout, tls: request.tls, tap: connections)
+                )
+            }
         }
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
-            result = .success(try await DownloadRun(download: self, client: client, tap: tap).perform())
+            result = .success(
+                try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
         } catch {
             result = .failure(error)
         }
         if let ownClient { try? await ownClient.shutdown() }
+        if let forwarder { try? await forwarder.shutdown() }
         let waiters = control.withLock { s -> [CheckedContinuation<Bool, Never>] in
             s.running = false
             s.stopSignal = nil

@@ -33,13 +33,18 @@ extension DownloadRun {
         let readAtStart = tap?.read.load(ordering: .relaxed) ?? 0
         var unreadAtClose: (unread: Int64, read: Int64)?
         defer {
-            // Bytes this attempt read and did not write, plus what the kernels held unread at the close.
+            // The one place an attempt's counts are added (docs/get.md, "Counts"): body bytes received —
+            // what the connections read past the response heads, and what the kernels held unread at the
+            // close — and of those, what was not written.
+            let kept = board.kept
+            var received = board.counters.fetched
             if let tap {
                 let read = unreadAtClose?.read ?? tap.read.load(ordering: .relaxed)
-                let kept = board.kept
-                let thrown = (unreadAtClose?.unread ?? 0) + (read - readAtStart) - kept.heads - kept.written
-                if thrown > 0 { totals.discarded.withLock { $0 += thrown } }
+                received = max(received, read - readAtStart - kept.heads) + max(0, unreadAtClose?.unread ?? 0)
             }
+            let thrown = max(0, received - kept.written)
+            totals.fetched.withLock { $0 += received }
+            totals.discarded.withLock { $0 += thrown }
         }
         return await withTaskGroup(of: WorkerEvent.self) { group in
             group.addTask {
@@ -66,7 +71,6 @@ extension DownloadRun {
                     1, min(board.parts(total: total), Int(board.plan.remainingBytes / max(1, board.plan.chunkSize)) + 1)
                 )
                 board.split(into: n)
-                writer.setSegments(n)
                 let c = board.counters
                 sink.yield(.started(totalBytes: total, resumedBytes: c.done, segments: n))
                 for id in 0..<n {
@@ -89,7 +93,6 @@ extension DownloadRun {
                 case .learned(let n):
                     let c = board.counters
                     sink.yield(.started(totalBytes: c.total, resumedBytes: 0, segments: n))
-                    writer.setSegments(n)
                     if end == nil, n > 1 {
                         for id in 1..<n {
                             group.addTask { await worker(id, board: board, writer: writer) }
@@ -202,7 +205,8 @@ extension DownloadRun {
                 if progressed { attempt = 0 }
                 attempt += 1
                 let c = board.counters
-                if c.done > 0, board.known?.validators.isEmpty ?? true, !request.resumeUnvalidated {
+                if c.done > 0, board.known?.validators.isEmpty ?? true, !board.unstableETag, !request.resumeUnvalidated
+                {
                     board.noteFailure(reason)
                     return .restart(.unvalidated)
                 }
@@ -230,14 +234,22 @@ extension DownloadRun {
 
     /// One request for `id`'s current range, following redirects, then its body into the writer.
     func fetch(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> FetchOutcome {
-        let (ask, known, hasLocalData, hasAllData) = board.ask(for: id)
+        let (ask, asked, hasLocalData, hasAllData) = board.ask(for: id)
+        var known = asked
         var url = request.url
         board.setInFlight(id, true)
         defer { board.setInFlight(id, false) }
         var redirects = 0
         while true {
-            var http = HTTPClientRequest(url: url)
+            let forwarded = forwarding(url)
+            var http = HTTPClientRequest(url: forwarded?.clientURL ?? url)
             http.method = .GET
+            if let forwarded {
+                http.headers.add(name: "Host", value: forwarded.host)
+                if let authorization = proxy?.basicAuthorization {
+                    http.headers.add(name: "Proxy-Authorization", value: "Basic \(authorization)")
+                }
+            }
             http.headers.add(name: "Accept-Encoding", value: "identity")
             http.headers.add(name: "User-Agent", value: "meterwise")
             if let range = ask.rangeHeader {
@@ -251,7 +263,7 @@ extension DownloadRun {
             http.localAddress = download.localAddress
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(
+                response = try await (forwarded == nil ? client : forwarder ?? client).execute(
                     http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
@@ -266,9 +278,18 @@ extension DownloadRun {
             }
             let head = ResponseHead(response)
             board.addHead(bytes: Self.headBytes(response))
-            let decision = ResponseClassifier.classify(
+            var decision = ResponseClassifier.classify(
                 head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData
             )
+            if case .restart(let reason) = decision,
+                await etagProvedUnstable(reason, head: head, known: known, board: board, writer: writer)
+            {
+                // The ETag is not a validator here: ask again without it (a 412), or take the answer as it is.
+                known = board.known
+                if head.status == 412 { continue }
+                decision = ResponseClassifier.classify(
+                    head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData)
+            }
             logger.debug(
                 "response",
                 metadata: [
@@ -304,6 +325,20 @@ extension DownloadRun {
             case .fail(let error):
                 if head.status == 400, let refusal = await clientCertificateRefusal(response.body, url: url) {
                     return .end(.failed(refusal))
+                }
+                if forwarded != nil, let proxy {
+                    // A forwarded request's 4xx may be the proxy's own answer: 407 always is; others are when
+                    // the proxy marks them (`proxyOwnAnswer`), or are said as coming through it.
+                    if head.status == 407 { return .end(.failed(proxyCredentialsWanted)) }
+                    if let answer = proxyOwnAnswer(response) {
+                        return .end(
+                            .failed(
+                                TransferError(.proxy, ProxyAnswerText.refusedRequest(answer, proxy: proxy, url: url))))
+                    }
+                    return .end(
+                        .failed(
+                            TransferError(error.code, error.message + " (The answer came through the proxy \(proxy).)"))
+                    )
                 }
                 return .end(.failed(error))
             }
@@ -393,6 +428,23 @@ extension DownloadRun {
 }
 
 extension DownloadRun {
+    /// How a request for `url` goes through the download's HTTP proxy without a tunnel: http:// URLs, when
+    /// the download has an HTTP proxy and its forwarding client; nil otherwise (direct, SOCKS, CONNECT).
+    func forwarding(_ url: String) -> ForwardedRequest? {
+        guard forwarder != nil, let proxy, proxy.kind == .http else { return nil }
+        return ForwardedRequest.make(url, through: proxy)
+    }
+
+    /// The proxy's own answer to a forwarded request, told from the server's by the header a proxy adds to
+    /// the errors it makes itself (squid's `X-Squid-Error`, RFC 9209's `Proxy-Status`); nil for the server's.
+    func proxyOwnAnswer(_ response: HTTPClientResponse) -> ProxyAnswer? {
+        guard let detail = response.headers.first(name: "X-Squid-Error") ?? response.headers.first(name: "Proxy-Status")
+        else { return nil }
+        return ProxyAnswer(
+            status: Int(response.status.code), reason: response.status.reasonPhrase,
+            detail: String(detail.prefix(120)))
+    }
+
     /// Reads nothing more until `allowance` says so again: at `Download.retryNow()` (the engine calls it when
     /// a job's budget or route changes) and once a second; throws `CancellationError` when stopped.
     func holdReads(until allowance: @Sendable () -> Bool) async throws {

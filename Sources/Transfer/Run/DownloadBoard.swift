@@ -25,6 +25,12 @@ final class DownloadBoard: Sendable {
         var lastReceive = ContinuousClock.now
         /// Why the last transfer failed part-way, when that ended the attempt (a restart for want of validators).
         var lastFailure: String?
+        /// The server's ETag changed between requests for the same bytes (`ContentCheck`): it is not used.
+        var unstableETag = false
+        /// A content check is being made by one segment; the others wait for its answer.
+        var checking = false
+        /// A content check found other bytes: the attempt is restarting, no other check is needed.
+        var contentChanged = false
     }
 
     let state: Mutex<State>
@@ -38,14 +44,46 @@ final class DownloadBoard: Sendable {
     init(
         plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool,
         parts: @escaping @Sendable (Int64) -> Int,
-        resumedBytes: Int64
+        resumedBytes: Int64, unstableETag: Bool = false
     ) {
-        state = Mutex(
-            State(
-                plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts,
-                resumedBytes: resumedBytes)
-        )
+        var s = State(
+            plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts,
+            resumedBytes: resumedBytes)
+        s.unstableETag = unstableETag
+        state = Mutex(s)
     }
+
+    /// Whether the server's ETag was found to change for the same bytes.
+    var unstableETag: Bool { state.withLock { $0.unstableETag } }
+
+    /// The content check proved the bytes the same under another ETag: from now on the object is identified
+    /// by its length and, when the server keeps it, Last-Modified (`lastModified`: the date the check's
+    /// answers all carried, or nil).
+    func distrustETag(lastModified: String?) {
+        state.withLock { s in
+            s.unstableETag = true
+            let date = s.known?.validators.lastModified
+            s.known?.validators = Validators(etag: nil, lastModified: lastModified == date ? lastModified : nil)
+        }
+    }
+
+    /// Takes the content check for this segment: true when no other segment is making one.
+    func beginCheck() -> Bool {
+        state.withLock { s in
+            if s.checking { return false }
+            s.checking = true
+            return true
+        }
+    }
+
+    func endCheck(changed: Bool) {
+        state.withLock {
+            $0.checking = false
+            if changed { $0.contentChanged = true }
+        }
+    }
+
+    var contentChanged: Bool { state.withLock { $0.contentChanged } }
 
     var known: KnownObject? { state.withLock { $0.known } }
     var acceptRanges: Bool { state.withLock { $0.acceptRanges } }
@@ -93,12 +131,22 @@ final class DownloadBoard: Sendable {
         state.withLock { s in
             guard s.known == nil else {
                 if s.plan.total == nil, let total { s.plan.learnTotal(total, parts: 1) }
+                // A weak ETag at first (Apache's, for a file modified within the last second) becomes strong
+                // later: adopt it when Last-Modified vouches that it is the same version, so If-Match guards
+                // the rest.
+                if let known = s.known, known.validators.etag == nil, !s.unstableETag, let etag = validators.etag,
+                    let date = known.validators.lastModified, date == validators.lastModified
+                {
+                    s.known?.validators.etag = etag
+                }
                 return
             }
-            s.known = KnownObject(validators: validators, total: total)
+            // A server known to change its ETag for the same bytes: the ETag is not a validator.
+            let kept = s.unstableETag ? Validators(etag: nil, lastModified: validators.lastModified) : validators
+            s.known = KnownObject(validators: kept, total: total)
             s.acceptRanges = ranged
             if let total {
-                let parts = ranged && !validators.isEmpty ? s.parts(total) : 1
+                let parts = ranged && (!kept.isEmpty || s.unstableETag) ? s.parts(total) : 1
                 s.plan.learnTotal(total, parts: parts)
                 s.learned?.yield(parts)
             } else {
@@ -155,10 +203,12 @@ final class DownloadBoard: Sendable {
             guard let known = s.known, let total = s.plan.total else { return nil }
             let segments = s.plan.active.values.map { Checkpoint.SegmentRecord(start: $0.next, end: $0.end) }
                 .sorted { $0.start < $1.start }
-            return Checkpoint(
+            var checkpoint = Checkpoint(
                 url: url, destination: destination, validators: known.validators, totalBytes: total,
                 acceptRanges: s.acceptRanges, chunkSize: s.plan.chunkSize, segments: segments, pieces: pieces
             )
+            checkpoint.unstableETag = s.unstableETag ? true : nil
+            return checkpoint
         }
     }
 }

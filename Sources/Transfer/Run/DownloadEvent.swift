@@ -60,14 +60,26 @@ public struct DownloadResult: Sendable, Equatable {
     public var sha256: String?
     /// The file's length.
     public var totalBytes: Int64
-    /// All bytes received over the network in this run.
+    /// Body bytes received over the network in this run, whatever became of them (docs/get.md, "Counts").
     public var bytesFetched: Int64
-    /// Bytes received in this run that were discarded or that an earlier run had already received.
+    /// Bytes of the file received more than once in this run: `bytesFetched - discardedBytes - (totalBytes -
+    /// resumedBytes)`, never below 0; 0 in a download where nothing was asked twice.
     public var refetchedBytes: Int64
-    /// Bytes that were already in a verified partial file when this run started.
+    /// Bytes of the file that were in the verified partial file when this run started and are still in it
+    /// at the end (0 when a restart from 0 threw the partial away).
     public var resumedBytes: Int64
-    /// Bytes received in this run and thrown away (see `DownloadProgress.discardedBytes`).
+    /// Bytes received in this run and not in the file: past a range's end, unread in the kernel at a close,
+    /// and everything written before a restart from 0 (see `DownloadProgress.discardedBytes`).
     public var discardedBytes: Int64 = 0
+
+    /// The one definition of `refetchedBytes`: every fetched byte is either in the file (new, or again) or
+    /// discarded, so `fetched = (total - resumed) + refetched + discarded`.
+    public static func refetched(fetched: Int64, discarded: Int64, total: Int64, resumed: Int64) -> Int64 {
+        let new = max(0, total - max(0, resumed))
+        let (kept, overflow) = fetched.subtractingReportingOverflow(max(0, discarded))
+        guard !overflow else { return 0 }
+        return max(0, kept - new)
+    }
 }
 
 /// How `Download.run()` ended, when it did not throw.

@@ -10,20 +10,38 @@ extension DownloadRun {
     /// The proxy this download's requests go through, nil when direct.
     var proxy: ProxyServer? { request.proxy.server(for: request.url) }
 
+    /// The proxy answered 407: it wants credentials, or refused the ones in its URL.
+    var proxyCredentialsWanted: TransferError {
+        let shown = proxy.map { "The proxy \($0)" } ?? "The proxy"
+        if proxy?.username != nil {
+            return TransferError(
+                .proxy,
+                "\(shown) refused the user name and password in its URL (407); check them (%-encode @, : and % in them)."
+            )
+        }
+        return TransferError(
+            .proxy,
+            "\(shown) asks for a user name and password (407); put them in the proxy URL: http://USER:PASSWORD@HOST:PORT."
+        )
+    }
+
     /// The failure `error` stands for when retrying cannot fix it; nil for the retryable rest.
     func permanentFailure(_ error: any Error, url: String) async -> TransferError? {
         if let client = error as? HTTPClientError, client == .proxyAuthenticationRequired {
-            let shown = proxy.map { "The proxy \($0)" } ?? "The proxy"
-            if proxy?.username != nil {
-                return TransferError(
-                    .proxy,
-                    "\(shown) refused the user name and password in its URL (407); check them (%-encode @, : and % in them)."
-                )
+            return proxyCredentialsWanted
+        }
+        if let client = error as? HTTPClientError, client == .invalidProxyResponse, let proxy,
+            case .success(let authority) = URLAuthority.parse(url)
+        {
+            // The client says only "refused": ask the proxy once more to learn its status and reason. A 4xx is
+            // its answer (a port it does not allow, credentials it refuses) and ends the download at once; a
+            // 5xx (it cannot reach the server) or no answer is retried as an outage.
+            let host = authority.host.contains(":") ? "[\(authority.host)]" : authority.host
+            let target = "\(host):\(authority.effectivePort)"
+            if let answer = await ProxyAnswer.toConnect(target, proxy: proxy), (400..<500).contains(answer.status) {
+                return TransferError(.proxy, ProxyAnswerText.refusedTunnel(answer, proxy: proxy, target: target))
             }
-            return TransferError(
-                .proxy,
-                "\(shown) asks for a user name and password (407); put them in the proxy URL: http://USER:PASSWORD@HOST:PORT."
-            )
+            return nil
         }
         guard let failure = TLSFailure.classify(error), case .success(let authority) = URLAuthority.parse(url) else {
             return nil

@@ -12,6 +12,9 @@ import Glibc
 struct DownloadRun: Sendable {
     let download: Download
     let client: HTTPClient
+    /// The client for http:// requests through an HTTP proxy (absolute-form GETs to the proxy); nil when the
+    /// download has no HTTP proxy or runs on a client given by the caller.
+    let forwarder: HTTPClient?
     /// The connections of the download's own client; nil with a client given by the caller.
     let tap: ConnectionTap?
     var request: DownloadRequest { download.request }
@@ -166,7 +169,10 @@ struct DownloadRun: Sendable {
                 "resuming", metadata: ["url": "\(RedactedURL.redact(request.url))", "bytes": "\(resumed)"]
             )
         }
-        let resumedAtStart = resumed
+        // What the partial held at the start and still holds: 0 once a restart threw it away.
+        var resumedKept = resumed
+        var unstableETag = false
+        if case .resume(let cp) = action, cp.unstableETag == true { unstableETag = true }
         let ref = BoardRef()
         let totals = Totals()
         let url = request.url
@@ -189,6 +195,33 @@ struct DownloadRun: Sendable {
         var restarts = 0
         var degraded = false
         var plain = false
+        // Bytes this run wrote since the last restart: a restart throws them away (`discarded_bytes`).
+        var writtenSinceRestart: Int64 = 0
+        if unstableETag, resumed > 0, let total = known?.total {
+            // The server's ETag could not be trusted: the bytes must prove to be the same first (Last-Modified
+            // alone has a one-second grain, and a server that fakes one validator may fake the other).
+            let verdict = await proveContent(total: total, writer: writer) { body, _ in
+                totals.fetched.withLock { $0 += Int64(body) }
+                totals.discarded.withLock { $0 += Int64(body) }
+            }
+            switch verdict {
+            case .same:
+                download.sink.yield(
+                    .warning("The partial file's samples match the server's bytes (its ETag is not stable): resuming."))
+            case .unknown:
+                // Nothing is thrown away on a failure to ask: the partial stays for the next run.
+                throw TransferError(
+                    .retriesExhausted,
+                    "The server did not answer the requests that prove the partial file is still its object (its ETag is not stable); nothing was thrown away. Run the command again."
+                )
+            case .changed:
+                download.sink.yield(.restarted(reason: RestartReason.objectChanged.rawValue))
+                try await writer.reset()
+                CheckpointFile.remove(in: directory, name: names.checkpoint)
+                known = nil
+                resumedKept = 0
+            }
+        }
         while true {
             let pieces = await writer.onQueue { $0.pieces() }
             let plan: RangePlan
@@ -198,8 +231,7 @@ struct DownloadRun: Sendable {
                     total: total, missing: RangePlan.missing(total: total, have: have), chunkSize: file.chunkSize)
                 if plan.isComplete {
                     return try await finish(
-                        writer: writer, directory: directory, names: names, total: total,
-                        resumedAtStart: resumedAtStart,
+                        writer: writer, directory: directory, names: names, total: total, resumed: resumedKept,
                         totals: totals)
                 }
             } else {
@@ -214,14 +246,15 @@ struct DownloadRun: Sendable {
                     r.segments = segmentsOption
                     return r.segmentCount(total: total)
                 },
-                resumedBytes: pieces.reduce(0) { $0 + $1.length }
+                resumedBytes: pieces.reduce(0) { $0 + $1.length }, unstableETag: unstableETag
             )
             plain = false
             ref.board.withLock { $0 = board }
             let end = await attempt(board: board, writer: writer, totals: totals)
-            totals.fetched.withLock { $0 += board.counters.fetched }
+            writtenSinceRestart += board.kept.written
             known = board.known
             acceptRanges = board.acceptRanges
+            unstableETag = board.unstableETag
             switch end {
             case .complete:
                 try await writer.drain()
@@ -241,15 +274,26 @@ struct DownloadRun: Sendable {
                             restarts: Self.maxRestarts, reason: reason, failure: board.lastFailure)
                     )
                 }
-                logger.info("restarting from 0", metadata: ["reason": "\(reason)"])
+                logger.info(
+                    "restarting from 0",
+                    metadata: ["reason": "\(reason)", "thrown": "\(resumedKept + writtenSinceRestart)"])
                 download.sink.yield(.restarted(reason: reason.rawValue))
                 try await writer.drain()
                 try await writer.reset()
                 CheckpointFile.remove(in: directory, name: names.checkpoint)
+                // What this run wrote is thrown away with the partial: received and not kept (get.md).
+                totals.discarded.withLock { $0 += writtenSinceRestart }
+                writtenSinceRestart = 0
+                resumedKept = 0
                 known = nil
                 acceptRanges = false
-                degraded = true
-                plain = true
+                // The next attempt asks `bytes=0-` and learns again what the server does: ranges and segments
+                // as soon as it answers 206. Only a server whose ranges are broken (a Content-Range that is
+                // not what was asked, a 416 for the object's own start) gets one plain GET from then on.
+                if reason == .rangeMismatch || reason == .rangeNotSatisfiable {
+                    degraded = true
+                    plain = true
+                }
             case .stopped(.pause):
                 try await writer.checkpointNow()
                 let c = board.counters
@@ -275,7 +319,7 @@ struct DownloadRun: Sendable {
 
     /// Verifies length and sha256, renames atomically, removes the checkpoint.
     func finish(
-        writer: FileWriter, directory: OutputDirectory, names: OutputNames, total: Int64, resumedAtStart: Int64,
+        writer: FileWriter, directory: OutputDirectory, names: OutputNames, total: Int64, resumed: Int64,
         totals: Totals
     ) async throws(TransferError)
         -> DownloadOutcome
@@ -308,10 +352,12 @@ struct DownloadRun: Sendable {
         CheckpointFile.remove(in: directory, name: names.checkpoint)
         directory.sync()
         let fetched = totals.fetched.withLock { $0 }
+        let discarded = totals.discarded.withLock { $0 }
         let result = DownloadResult(
             path: request.destination, sha256: digest, totalBytes: total, bytesFetched: fetched,
-            refetchedBytes: max(0, fetched - (total - resumedAtStart)), resumedBytes: resumedAtStart,
-            discardedBytes: totals.discarded.withLock { $0 }
+            refetchedBytes: DownloadResult.refetched(
+                fetched: fetched, discarded: discarded, total: total, resumed: resumed),
+            resumedBytes: resumed, discardedBytes: discarded
         )
         logger.info(
             "completed",
