@@ -143,7 +143,7 @@ extension Engine {
             }
             jobs[id]?.record.bytesDone = progress.bytesDone
             jobs[id]?.record.totalBytes = progress.totalBytes
-            jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes)
+            totals.add(jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes))
             events.publish(.progress(job: id, progress))
             // A budget can run out mid-transfer: decide again while bytes count against one.
             if jobs[id]?.decision?.budgetKey != nil { reconcile(id) }
@@ -164,7 +164,7 @@ extension Engine {
             events.publish(.notice(job: id, text))
         case let .paused(progress):
             // The run's last count (run() returns the outcome and runEnded counts it too: whichever is first).
-            jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes)
+            totals.add(jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes))
         case .completed, .cancelled, .failed:
             break  // run() returns these; runEnded handles them
         }
@@ -187,8 +187,9 @@ extension Engine {
             runtime.record.sha256 = download.sha256
             runtime.record.bytesDone = download.totalBytes
             runtime.record.totalBytes = download.totalBytes
-            runtime.count(fetched: download.bytesFetched, discarded: download.discardedBytes)
-            runtime.record.refetchedBytes += download.refetchedBytes
+            totals.add(runtime.count(fetched: download.bytesFetched, discarded: download.discardedBytes))
+            runtime.record.refetchedBytes = LinkAccounting.sum(runtime.record.refetchedBytes, download.refetchedBytes)
+            totals.refetched = LinkAccounting.sum(totals.refetched, download.refetchedBytes)
             runtime.record.reason = nil
             if let since = runtime.pausedSince {
                 runtime.pausedTotal += since.duration(to: clock.now)
@@ -197,7 +198,7 @@ extension Engine {
         case .success(.paused):
             end = .paused
             if let progress = runtime.download?.pausedProgress {
-                runtime.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes)
+                totals.add(runtime.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes))
             }
         case .success(.cancelled):
             end = .cancelled

@@ -49,6 +49,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     var stopWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Decision → stopped, for every stop the policy or a user asked for (`/metrics`).
     public internal(set) var stopLatency = LatencyHistogram()
+    /// What every job's transfers fetched, discarded and fetched again since the daemon started (`/metrics`).
+    public internal(set) var totals = TransferTotals()
     var stopped = false
     /// Why `run()` must throw once it has stopped: the link monitor failed for good.
     var failure: EngineError?

@@ -36,8 +36,12 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
 
     /// The current run's counts so far, added to what the job's earlier runs counted (saturating: a
     /// counter that is saved must never trap).
-    mutating func count(fetched: Int64, discarded: Int64) {
+    /// Returns how much each count grew, for the engine's totals (`TransferTotals`).
+    @discardableResult
+    mutating func count(fetched: Int64, discarded: Int64) -> (fetched: Int64, discarded: Int64) {
+        let before = (record.bytesFetched, record.discardedBytes)
         record.bytesFetched = LinkAccounting.sum(fetchedBeforeRun, max(0, fetched))
         record.discardedBytes = LinkAccounting.sum(discardedBeforeRun, max(0, discarded))
+        return (max(0, record.bytesFetched - before.0), max(0, (record.discardedBytes ?? 0) - (before.1 ?? 0)))
     }
 }

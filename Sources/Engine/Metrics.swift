@@ -21,6 +21,7 @@ public enum Metrics {
         let pass = await engine.lastPass
         let primaryMetered = await engine.primaryIsMetered()
         let stops = await engine.stopLatency
+        let totals = await engine.totals
         var text = Text()
         text.family("meterwise_jobs", .gauge, "Jobs by state.")
         for state in JobState.allCases {
@@ -30,6 +31,24 @@ public enum Metrics {
         let kinds = Dictionary(snapshot.links.map { ($0.name, $0.kind.rawValue) }, uniquingKeysWith: { a, _ in a })
         for (link, bytes) in engine.accounting.bytesByLink.sorted(by: { $0.key < $1.key }) {
             text.sample("meterwise_link_received_bytes_total", ["link": link, "kind": kinds[link] ?? "unknown"], bytes)
+        }
+        for (name, help, value) in [
+            (
+                "meterwise_transfer_fetched_bytes_total", "Body bytes the jobs' transfers received (bytes_fetched).",
+                totals.fetched
+            ),
+            (
+                "meterwise_transfer_discarded_bytes_total",
+                "Bytes received and not kept in a file (discarded_bytes): past a range's end, unread at a close, thrown away by a restart.",
+                totals.discarded
+            ),
+            (
+                "meterwise_transfer_refetched_bytes_total",
+                "Bytes of completed files received more than once (refetched_bytes).", totals.refetched
+            ),
+        ] {
+            text.family(name, .counter, help)
+            text.sample(name, [:], value)
         }
         text.family("meterwise_budget_used_bytes", .gauge, "Bytes counted against each budget in its current period.")
         for (key, bytes) in engine.accounting.usage.bytes.sorted(by: { $0.key < $1.key }) {

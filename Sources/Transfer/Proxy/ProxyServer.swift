@@ -1,10 +1,10 @@
 /// One proxy, from a URL such as `http://user:secret@proxy.corp:3128` or `socks5h://127.0.0.1:1080`.
-/// HTTP proxies are used with CONNECT for every request (https and http alike); credentials go in
-/// `Proxy-Authorization` on the CONNECT only. Pure.
+/// An HTTP proxy gets http:// requests as proxied requests in absolute form (`ForwardedRequest`) and https://
+/// ones through a CONNECT tunnel, as curl does; credentials go in `Proxy-Authorization`. Pure.
 public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
     /// How the proxy is spoken to.
     public enum Kind: String, Sendable, Hashable {
-        /// An HTTP proxy: a CONNECT tunnel per connection.
+        /// An HTTP proxy: proxied requests for http://, a CONNECT tunnel per connection for https://.
         case http
         /// A SOCKS5 proxy (`socks5://` and `socks5h://`; the host name is sent to the proxy).
         case socks5
