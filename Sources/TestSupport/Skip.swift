@@ -31,6 +31,8 @@ public enum TestNeeds {
     public static let squidUnavailable: String? = Squid.unavailableReason
     /// Why tests against lighttpd cannot run here, or nil when they can.
     public static let lighttpdUnavailable: String? = Lighttpd.unavailableReason
+    /// Why tests against Apache httpd cannot run here, or nil when they can.
+    public static let apacheUnavailable: String? = Apache.unavailableReason
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -91,6 +93,12 @@ extension Trait where Self == ConditionTrait {
         .enabled(
             if: TestNeeds.lighttpdUnavailable == nil,
             Comment(rawValue: "lighttpd: \(TestNeeds.lighttpdUnavailable ?? "")"))
+    }
+
+    /// Needs Apache httpd (`apache2`).
+    public static var needsApache: Self {
+        .enabled(
+            if: TestNeeds.apacheUnavailable == nil, Comment(rawValue: "apache2: \(TestNeeds.apacheUnavailable ?? "")"))
     }
 
     /// Needs the built `meterwise` binary.

@@ -125,4 +125,62 @@ struct RealServerTests {
         #expect(entries.allSatisfy { $0.status == 206 }, "\(entries)")
         #expect(entries.allSatisfy { $0.range.hasPrefix("bytes=") }, "\(entries)")
     }
+
+    /// Apache sends a weak ETag for a file modified within the last second, a strong one after. The download
+    /// that began in that second uses Last-Modified with If-Unmodified-Since (never If-Range, which Apache
+    /// ignores for so recent a date, answering 200 to every segment) and takes the strong ETag when it comes:
+    /// paused and resumed, every answer is a 206 and the partial is kept.
+    @Test(.needsApache) func apachesWeakETagWindowKeepsTheDownloadResumable() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let www = try root(fixture)
+        chmod(fixture.directory, 0o755)
+        chmod(www, 0o755)
+        let apache = try Apache(root: www)
+        defer { apache.stop() }
+        let sha = try NginxTests.writeRandom(www + "/f.bin", size: Self.size, seed: 35)
+        chmod(www + "/f.bin", 0o644)
+        var request = DownloadRequest(url: apache.url("/f.bin"), destination: fixture.path("out.bin"), segments: 4)
+        request.computeSHA256 = true
+        request.rateLimit = 16 << 20
+        let (first, _) = try await Fixture.runPausing(Download(request: request), at: 8 << 20)
+        #expect(first == .paused)
+        request.rateLimit = nil
+        let (second, events) = try await Fixture.runCollecting(Download(request: request))
+        #expect(events.restarts == 0)
+        let result = try #require(second.result)
+        #expect(result.sha256 == sha)
+        #expect(result.resumedBytes >= 8 << 20)
+        let entries = apache.entries
+        #expect(entries.count >= 5, "\(entries)")
+        #expect(entries.allSatisfy { $0.status == 206 }, "\(entries)")
+        #expect(entries.allSatisfy { $0.ifRange == "-" }, "\(entries)")
+    }
+
+    /// The first case with the built binary, as a user runs it: `http_proxy=squid meterwise get
+    /// http://…` succeeds with four ranged segments, and squid logged no CONNECT; an https:// URL to a port
+    /// squid will not tunnel to exits 69 at once, saying squid's status.
+    @Test(.needsSquid, .needsNginx, .needsBinary) func theBinaryThroughSquid() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let nginx = try Nginx(root: try root(fixture))
+        defer { nginx.stop() }
+        let squid = try Squid()
+        defer { squid.stop() }
+        let sha = try NginxTests.writeRandom(nginx.root + "/f.bin", size: Self.size, seed: 36)
+        let run = try TLSCommandTests.get(
+            [nginx.url("/f.bin"), "-o", fixture.path("out.bin"), "--json", "--print-sha256"],
+            environment: ["http_proxy": squid.url])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("\"proxy\":\"\(squid.url)\""), "\(run.stdout)")
+        #expect(Fixture.sha256(file: fixture.path("out.bin")) == sha)
+        #expect(!squid.entries.contains { $0.method == "CONNECT" }, "\(squid.entries)")
+
+        let port = try Nginx.freePort()
+        let refused = try TLSCommandTests.get(
+            ["https://127.0.0.1:\(port)/f.bin", "-o", fixture.path("tls.bin")], environment: ["https_proxy": squid.url])
+        #expect(refused.status == 69, "\(refused)")
+        #expect(refused.elapsed < .seconds(10))
+        #expect(refused.stderr.contains("403 Forbidden"), "\(refused.stderr)")
+    }
 }
