@@ -112,8 +112,11 @@ final class ProgressPrinter: Sendable {
             return true
         case .completed(let r):
             let reused = r.resumedBytes > 0 ? ", \(Units.formatBytes(r.resumedBytes)) reused" : ""
+            // Thrown away: received and not kept (docs/get.md, "Counts"); said only when it happened.
+            let thrown = r.discardedBytes > 0 ? ", \(Units.formatBytes(r.discardedBytes)) received and not kept" : ""
+            let twice = r.refetchedBytes > 0 ? ", \(Units.formatBytes(r.refetchedBytes)) received twice" : ""
             line(
-                "Done: \(Units.formatBytes(r.totalBytes)), \(Units.formatBytes(r.bytesFetched)) fetched\(reused)."
+                "Done: \(Units.formatBytes(r.totalBytes)), \(Units.formatBytes(r.bytesFetched)) fetched\(reused)\(thrown)\(twice)."
             )
             return true
         case .cancelled:
