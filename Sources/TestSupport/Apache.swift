@@ -4,11 +4,9 @@ import Foundation
 /// free loopback port with a minimal configuration of its own, serving `root` with its defaults: a strong
 /// ETag, or a weak one for a file modified within the last second, and Last-Modified. Its access log records
 /// each request's status, body bytes and the Range, If-Range and If-Match headers. Stop it with `stop()`.
-public final class Apache: @unchecked Sendable {
-    public let port: Int
+public final class Apache: Sendable {
     public let root: String
-    let prefix: String
-    private let process: Process
+    let server: ForegroundServer
 
     public static let binary = "/usr/sbin/apache2"
     static let modules = "/usr/lib/apache2/modules"
@@ -23,42 +21,30 @@ public final class Apache: @unchecked Sendable {
     public init(root: String) throws {
         if let reason = Self.unavailableReason { throw NginxError(message: reason) }
         self.root = root
-        prefix = NSTemporaryDirectory() + "meterwise-apache-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try Nginx.freePort()
-        let config = """
-            ServerRoot \(prefix)
-            LoadModule mpm_event_module \(Self.modules)/mod_mpm_event.so
-            LoadModule authz_core_module \(Self.modules)/mod_authz_core.so
-            Listen 127.0.0.1:\(port)
-            ServerName 127.0.0.1
-            PidFile \(prefix)/httpd.pid
-            ErrorLog \(prefix)/error.log
-            User nobody
-            Group nogroup
-            DocumentRoot \(root)
-            <Directory \(root)>
-              Require all granted
-            </Directory>
-            LogFormat "%>s %B %{Range}i|%{If-Range}i|%{If-Match}i" meterwise
-            CustomLog \(prefix)/access.log meterwise
-            """
-        try config.write(toFile: prefix + "/httpd.conf", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["-X", "-f", prefix + "/httpd.conf"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        for _ in 0..<100 {
-            if Nginx.canConnect(port: port) { return }
-            if !process.isRunning { break }
-            usleep(50_000)
-        }
-        stop()
-        throw NginxError(message: "apache2 did not start listening on 127.0.0.1:\(port)")
+        server = try ForegroundServer(
+            name: "apache", binary: Self.binary, configName: "httpd.conf",
+            config: { prefix, port in
+                """
+                ServerRoot \(prefix)
+                LoadModule mpm_event_module \(Self.modules)/mod_mpm_event.so
+                LoadModule authz_core_module \(Self.modules)/mod_authz_core.so
+                Listen 127.0.0.1:\(port)
+                ServerName 127.0.0.1
+                PidFile \(prefix)/httpd.pid
+                ErrorLog \(prefix)/error.log
+                User nobody
+                Group nogroup
+                DocumentRoot \(root)
+                <Directory \(root)>
+                  Require all granted
+                </Directory>
+                LogFormat "%>s %B %{Range}i|%{If-Range}i|%{If-Match}i" meterwise
+                CustomLog \(prefix)/access.log meterwise
+                """
+            }, arguments: { ["-X", "-f", $0] })
     }
+
+    public var port: Int { server.port }
 
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
@@ -72,8 +58,7 @@ public final class Apache: @unchecked Sendable {
 
     /// The access log so far (Apache writes each line as the request ends).
     public var entries: [Entry] {
-        let text = (try? String(contentsOfFile: prefix + "/access.log", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
+        server.file("access.log").split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ", maxSplits: 2)
             guard f.count == 3, let status = Int(f[0]) else { return nil }
             let headers = f[2].split(separator: "|", omittingEmptySubsequences: false).map(String.init)
@@ -82,11 +67,5 @@ public final class Apache: @unchecked Sendable {
         }
     }
 
-    public func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: prefix)
-    }
+    public func stop() { server.remove() }
 }

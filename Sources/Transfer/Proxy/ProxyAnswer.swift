@@ -89,9 +89,7 @@ struct ProxyAnswer: Sendable, Equatable {
         }
 
         func channelActive(context: ChannelHandlerContext) {
-            var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"
-            if let authorization { text += "Proxy-Authorization: Basic \(authorization)\r\n" }
-            text += "\r\n"
+            let text = ProxyServer.connectRequest(target, authorization: authorization)
             context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text)), promise: nil)
             context.fireChannelActive()
         }

@@ -72,9 +72,7 @@ final class ConnectTunnel: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"
-        if let authorization { text += "Proxy-Authorization: Basic \(authorization)\r\n" }
-        text += "\r\n"
+        let text = ProxyServer.connectRequest(target, authorization: authorization)
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text)), promise: nil)
         context.fireChannelActive()
     }
@@ -105,6 +103,13 @@ final class ConnectTunnel: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 extension ProxyServer {
+    /// The CONNECT request for a tunnel to `target` (`host:port`), with `Proxy-Authorization` when given.
+    static func connectRequest(_ target: String, authorization: String?) -> String {
+        var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"
+        if let authorization { text += "Proxy-Authorization: Basic \(authorization)\r\n" }
+        return text + "\r\n"
+    }
+
     /// `user:password` in base64 for `Proxy-Authorization: Basic`, when the proxy URL has credentials.
     var basicAuthorization: String? {
         guard let username else { return nil }
