@@ -140,7 +140,10 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(Self.exitCode(for: error.code))
         }
         var logger = Logger(label: "meterwise.get")
-        logger.logLevel = .warning  // the printer reports progress; info logs would repeat it
+        // The printer reports progress, so info logs would repeat it: warnings unless METERWISE_LOG asks for
+        // more (the failure text points there for the details).
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let download = Download(request: request, logger: logger)
         let printer = ProgressPrinter(
             mode: json ? .json : (isatty(STDERR_FILENO) == 1 ? .tty : .plain),

@@ -249,6 +249,7 @@ struct TLSTests {
             #expect(ContinuousClock.now - started < .seconds(5))
             #expect(refused?.code == .proxy || refused?.code == .httpStatus, "\(String(describing: refused))")
             #expect(refused?.message.contains("401") ?? false, "\(String(describing: refused))")
+            #expect(refused?.message.contains("user name and password") ?? false, "\(String(describing: refused))")
             #expect(!(refused?.message.contains("wrong") ?? true))
 
             request.proxy = .every(

@@ -100,6 +100,9 @@ struct ProxyAnswer: Sendable, Equatable {
                 report(ProxyAnswer(head: String(decoding: head[..<end.lowerBound], as: UTF8.self)))
                 context.close(promise: nil)
             } else if head.count > 16_384 {
+                // An oversized head still has its status line: a refusal is not lost for its size.
+                let line = head.prefix { $0 != UInt8(ascii: "\r") }.prefix(200)
+                report(ProxyAnswer(head: String(decoding: line, as: UTF8.self)))
                 context.close(promise: nil)
             }
         }

@@ -321,6 +321,11 @@ extension DownloadRun {
             case .complete:
                 return .complete
             case .retry(let after, let reason):
+                if forwarded != nil, let proxy, let answer = proxyOwnAnswer(response) {
+                    // squid's own 502/503/504: it could not reach the server.
+                    let said = "the proxy \(proxy) answered \(answer.shown) (it could not reach the server)"
+                    return .retry(after: after, reason: said, progressed: false)
+                }
                 return .retry(after: after, reason: reason, progressed: false)
             case .fail(let error):
                 if head.status == 400, let refusal = await clientCertificateRefusal(response.body, url: url) {
@@ -335,10 +340,15 @@ extension DownloadRun {
                             .failed(
                                 TransferError(.proxy, ProxyAnswerText.refusedRequest(answer, proxy: proxy, url: url))))
                     }
+                    // Some proxies (tinyproxy) refuse wrong credentials with 401, not 407.
+                    let credentials =
+                        head.status == 401 && proxy.username != nil
+                        ? " It may be the proxy's refusal of the user name and password in its URL: check them." : ""
                     return .end(
                         .failed(
-                            TransferError(error.code, error.message + " (The answer came through the proxy \(proxy).)"))
-                    )
+                            TransferError(
+                                error.code,
+                                error.message + " (The answer came through the proxy \(proxy).)" + credentials)))
                 }
                 return .end(.failed(error))
             }
