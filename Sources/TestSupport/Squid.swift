@@ -9,9 +9,15 @@ public final class Squid: Sendable {
 
     public static var binary: String? { ForegroundServer.binary(["/usr/sbin/squid", "/usr/bin/squid"]) }
 
-    /// Why squid tests cannot run here, or nil when they can.
+    /// Why squid tests cannot run here, or nil when they can. squid keeps shared-memory segments in /dev/shm
+    /// under fixed names, owned by its `proxy` user once root started it: another user's squid cannot
+    /// create them, so the tests run as root (CI does).
     public static var unavailableReason: String? {
-        binary == nil ? "squid is not installed (apt-get install squid; CI installs it)" : nil
+        if binary == nil { return "squid is not installed (apt-get install squid; CI installs it)" }
+        if geteuid() != 0 {
+            return "squid needs root here: its /dev/shm segments belong to its own user (CI runs as root)"
+        }
+        return nil
     }
 
     public init() throws {
