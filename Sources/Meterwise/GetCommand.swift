@@ -238,6 +238,7 @@ struct GetCommand: AsyncParsableCommand {
         case .tls: return 60
         case .tlsSetup: return 66
         case .proxy: return 69
+        case .intercepted: return 76
         }
     }
 }

@@ -35,4 +35,14 @@ public enum RangeFault: Sendable {
     case contentEncoding(String)
     /// Send no Content-Length and no Content-Range: a body of unknown length (chunked), ranges ignored.
     case noLength
+    /// Be a captive portal: every request is answered with the sign-in page (`text/html`, no validator), after a
+    /// 302 to `/login` when `redirect` (a hotel's portal), in place otherwise; `/login` itself is the page.
+    case captivePortal(redirect: Bool)
+    /// Answer 511 Network Authentication Required with the sign-in page (RFC 6585's portal status).
+    case networkAuthenticationRequired
+}
+
+extension RangeFault {
+    /// The page a `captivePortal` fault serves.
+    public static let portalPage = Array("<html><body>Sign in to HotelWiFi</body></html>\n".utf8)
 }

@@ -29,6 +29,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             keepAlive = h.isKeepAlive
             let request = ResponsePlan.Request(
                 method: h.method == .HEAD ? "HEAD" : "GET",
+                path: String(h.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]),
                 range: h.headers.first(name: "Range"),
                 ifMatch: h.headers.first(name: "If-Match"),
                 ifRange: h.headers.first(name: "If-Range"),

@@ -157,6 +157,7 @@ public final class RangeServer: Sendable {
     private func decide(_ request: ResponsePlan.Request, state s: inout State, index: Int) -> ResponsePlan {
         let content = s.content
         let flags = s.faults.map(\.fault)
+        if let portal = Self.portalAnswer(request, flags: flags, index: index) { return portal }
         let weak = flags.contains { if case .weakETag = $0 { return true } else { return false } }
         let none = flags.contains { if case .noValidators = $0 { return true } else { return false } }
         let ignoreRange = flags.contains { if case .ignoreRange = $0 { return true } else { return false } }
@@ -164,7 +165,7 @@ public final class RangeServer: Sendable {
         var changing: (honoursIfMatch: Bool, lastModified: Bool)?
         for f in flags { if case .changingETag(let h, let l) = f { changing = (h, l) } }
         let etag = changing == nil ? content.etag : "\"c\(index)-\(String(content.size, radix: 16))\""
-        var headers: [(String, String)] = [("Accept-Ranges", "bytes")]
+        var headers: [(String, String)] = [("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
         if !none {
             headers.append(("ETag", weak ? "W/" + etag : etag))
             if changing?.lastModified ?? true { headers.append(("Last-Modified", content.lastModified)) }
@@ -234,6 +235,31 @@ public final class RangeServer: Sendable {
         }
         for f in flags { if case .throttle(let bps) = f { plan.throttle = bps } }
         return plan
+    }
+
+    /// A captive portal's answer to `request`, when a fault makes the server one.
+    static func portalAnswer(_ request: ResponsePlan.Request, flags: [RangeFault], index: Int) -> ResponsePlan? {
+        let page = RangeContent.bytes(RangeFault.portalPage)
+        let pageHeaders = [
+            ("Content-Type", "text/html; charset=utf-8"), ("Content-Length", "\(page.size)"),
+            ("Cache-Control", "no-store"),
+        ]
+        for fault in flags {
+            switch fault {
+            case .captivePortal(let redirect):
+                if redirect && request.path != "/login" {
+                    return ResponsePlan(
+                        status: 302, headers: [("Location", "/login"), ("Content-Length", "0")], content: nil,
+                        index: index)
+                }
+                return ResponsePlan(status: 200, headers: pageHeaders, content: page, end: page.size, index: index)
+            case .networkAuthenticationRequired:
+                return ResponsePlan(status: 511, headers: pageHeaders, content: page, end: page.size, index: index)
+            default:
+                continue
+            }
+        }
+        return nil
     }
 
     /// Counts `n` bytes about to be sent for request `index`; returns how many may be sent before a

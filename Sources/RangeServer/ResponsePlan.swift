@@ -15,6 +15,7 @@ struct ResponsePlan: Sendable {
     /// The request's headers that matter.
     struct Request: Sendable {
         var method: String
+        var path: String = "/"
         var range: String?
         var ifMatch: String?
         var ifRange: String?

@@ -75,6 +75,12 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     /// is on disk, `ContentCheck`): `validators` then hold only Last-Modified, if the server keeps it, and a
     /// resume proves the content again before it trusts the partial. Absent (nil) otherwise.
     public var unstableETag: Bool?
+    /// The object's Content-Type as its server said it, when it did: an HTML page where the object is not one
+    /// is a captive portal's (`Interception`). Absent in checkpoints written before 2026-11-26.
+    public var contentType: String?
+    /// Where the bytes came from: the URL that answered the first body (after redirects), query left out. A
+    /// whole answer to a range request from elsewhere is not the object's server. Absent before 2026-11-26.
+    public var source: String?
 
     /// Keys are snake_case like every JSON Meterwise writes; `CheckpointFile` still reads the camelCase
     /// keys of older checkpoints.
@@ -82,6 +88,7 @@ public struct Checkpoint: Codable, Sendable, Equatable {
         case format, version, url, destination, validators, segments, pieces
         case totalBytes = "total_bytes", acceptRanges = "accept_ranges", chunkSize = "chunk_size"
         case unstableETag = "unstable_etag"
+        case contentType = "content_type", source
     }
 
     /// Creates a checkpoint of the current version.

@@ -16,11 +16,14 @@ public struct ResponseHead: Sendable, Equatable {
     public var location: String?
     /// The Content-Encoding header.
     public var contentEncoding: String?
+    /// The Content-Type header.
+    public var contentType: String?
 
     /// Creates a head.
     public init(
         status: Int, etag: String? = nil, lastModified: String? = nil, contentRange: String? = nil,
-        contentLength: Int64? = nil, retryAfter: String? = nil, location: String? = nil, contentEncoding: String? = nil
+        contentLength: Int64? = nil, retryAfter: String? = nil, location: String? = nil, contentEncoding: String? = nil,
+        contentType: String? = nil
     ) {
         self.status = status
         self.etag = etag
@@ -30,6 +33,7 @@ public struct ResponseHead: Sendable, Equatable {
         self.retryAfter = retryAfter
         self.location = location
         self.contentEncoding = contentEncoding
+        self.contentType = contentType
     }
 
     /// The validators this response carries (weak ETags dropped).
@@ -67,11 +71,17 @@ public struct KnownObject: Sendable, Equatable {
     public var validators: Validators
     /// Its length, when known.
     public var total: Int64?
+    /// Its Content-Type, when the server said one.
+    public var contentType: String?
+    /// Where its bytes came from: the URL that answered the first body, query left out (`AnswerPath.place`).
+    public var source: String?
 
     /// Creates the knowledge.
-    public init(validators: Validators, total: Int64?) {
+    public init(validators: Validators, total: Int64?, contentType: String? = nil, source: String? = nil) {
         self.validators = validators
         self.total = total
+        self.contentType = contentType
+        self.source = source
     }
 }
 
@@ -102,6 +112,8 @@ public enum ResponseDecision: Sendable, Equatable {
     case redirect(location: String)
     /// A failure retrying cannot fix.
     case fail(TransferError)
+    /// Not the object but a captive portal's or a proxy's answer: write nothing, keep the partial.
+    case intercepted(Interception)
 }
 
 /// Classifies a response head against the request and the checkpoint: the resume protocol as a pure
@@ -133,10 +145,23 @@ public enum ResponseClassifier {
     ///     first response of a fresh download.
     ///   - hasLocalData: whether the partial file holds data this response would continue.
     ///   - hasAllData: whether the local data already covers the whole object.
+    ///   - path: where the answer came from (redirects), for telling a portal's answer from the object's;
+    ///     nil: the request's URL answered.
     public static func classify(
-        _ head: ResponseHead, ask: RangeAsk, known: KnownObject?, hasLocalData: Bool, hasAllData: Bool = false
+        _ head: ResponseHead, ask: RangeAsk, known: KnownObject?, hasLocalData: Bool, hasAllData: Bool = false,
+        path: AnswerPath? = nil
     ) -> ResponseDecision {
         if let problem = sizeProblem(head) { return .fail(problem) }
+        let answerPath = path ?? AnswerPath(requested: "", answered: "", redirects: 0, source: known?.source)
+        // A 200 carrying the partial's own validators is the object (its server ignores ranges), whatever else.
+        let ownValidators =
+            head.status == 200 && known.map { !$0.validators.isEmpty && $0.validators.matches(head.validators) } ?? false
+        if !ownValidators,
+            let interception = Interception.detect(
+                head, ask: ask, known: known, hasLocalData: hasLocalData, path: answerPath)
+        {
+            return .intercepted(interception)
+        }
         if (200...206).contains(head.status), let encoding = head.contentEncoding,
             !encoding.split(separator: ",").allSatisfy({ $0.trimmingCharacters(" ").lowercased() == "identity" })
         {
@@ -167,7 +192,13 @@ public enum ResponseClassifier {
             }
             return .body(offset: range.first, length: range.length, total: range.total, validators: head.validators)
         case 200:
-            if hasLocalData || ask.start != 0 { return .restart(.rangeIgnored) }
+            if hasLocalData || ask.start != 0 {
+                // Not a portal (`Interception`): another validator from the same place is the object changed.
+                if let known, !known.validators.isEmpty, !known.validators.matches(head.validators) {
+                    return .restart(.objectChanged)
+                }
+                return .restart(.rangeIgnored)
+            }
             if let known, !known.validators.isEmpty, !known.validators.matches(head.validators) {
                 return .restart(.objectChanged)
             }

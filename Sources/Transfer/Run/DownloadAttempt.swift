@@ -22,6 +22,8 @@ extension DownloadRun {
         case rangeDone
         case complete
         case retry(after: Duration?, reason: String, progressed: Bool)
+        /// A portal or proxy answered: nothing written; wait (daemon) or end (`get`).
+        case intercepted(Interception)
         case end(WorkerEvent)
     }
 
@@ -200,6 +202,22 @@ extension DownloadRun {
                 return .done
             case .end(let event):
                 return event
+            case .intercepted(let interception):
+                // Not the server: a wait for the daemon (the engine wakes it at any link change), the end for
+                // `get`. Either way the partial stays as it is.
+                guard request.waitOutInterception else {
+                    return .failed(TransferError(.intercepted, interception.message, cause: interception))
+                }
+                if Task.isCancelled || board.isDraining { return .ended }
+                attempt += 1
+                let delay = download.retry.delay(attempt: attempt, retryAfter: nil, jitter: Double.random(in: 0..<1))
+                board.noteFailure(interception.reason)
+                download.sink.yield(.retrying(attempt: attempt, delay: delay ?? .seconds(30), reason: interception.reason))
+                do {
+                    try await download.wake.sleep(for: delay ?? .seconds(30))
+                } catch {
+                    return .ended
+                }
             case .retry(let after, let reason, let progressed):
                 if Task.isCancelled || board.isDraining { return .ended }
                 if progressed { attempt = 0 }
@@ -278,8 +296,9 @@ extension DownloadRun {
             }
             let head = ResponseHead(response)
             board.addHead(bytes: Self.headBytes(response))
+            let path = AnswerPath(requested: request.url, answered: url, redirects: redirects, source: known?.source)
             var decision = ResponseClassifier.classify(
-                head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData
+                head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData, path: path
             )
             if case .restart(let reason) = decision,
                 await etagProvedUnstable(reason, head: head, known: known, board: board, writer: writer)
@@ -288,7 +307,7 @@ extension DownloadRun {
                 known = board.known
                 if head.status == 412 { continue }
                 decision = ResponseClassifier.classify(
-                    head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData)
+                    head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData, path: path)
             }
             logger.debug(
                 "response",
@@ -314,10 +333,16 @@ extension DownloadRun {
                     }
                     if let admit = request.admitTotal, await !admit(total) { return .end(.stop(.pause)) }
                 }
-                board.accept(total: total, validators: validators, ranged: head.status == 206, segment: id)
+                board.accept(
+                    total: total, validators: validators, ranged: head.status == 206, segment: id,
+                    contentType: head.contentType.map { String($0.prefix(200)) }, source: AnswerPath.place(url))
                 return await consume(response.body, from: offset, id: id, board: board, writer: writer)
             case .restart(let reason):
                 return .end(.restart(reason))
+            case .intercepted(let interception):
+                logger.notice(
+                    "intercepted", metadata: ["segment": "\(id)", "status": "\(head.status)", "reason": "\(interception.reason)"])
+                return .intercepted(interception)
             case .complete:
                 return .complete
             case .retry(let after, let reason):
@@ -519,7 +544,8 @@ extension ResponseHead {
             contentLength: h.first(name: "Content-Length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil },
             retryAfter: h.first(name: "Retry-After"),
             location: h.first(name: "Location"),
-            contentEncoding: h.first(name: "Content-Encoding")
+            contentEncoding: h.first(name: "Content-Encoding"),
+            contentType: h.first(name: "Content-Type")
         )
     }
 }

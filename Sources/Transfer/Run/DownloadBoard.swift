@@ -127,9 +127,16 @@ final class DownloadBoard: Sendable {
     }
 
     /// Adopts the first response's validators and length; returns the segment count to run with.
-    func accept(total: Int64?, validators: Validators, ranged: Bool, segment: Int) {
+    /// `contentType` and `source` (the place that answered, `AnswerPath.place`) tell a portal's page from the
+    /// object later (`Interception`); the first body's are kept.
+    func accept(
+        total: Int64?, validators: Validators, ranged: Bool, segment: Int, contentType: String? = nil,
+        source: String? = nil
+    ) {
         state.withLock { s in
             guard s.known == nil else {
+                if s.known?.contentType == nil { s.known?.contentType = contentType }
+                if s.known?.source == nil { s.known?.source = source }
                 if s.plan.total == nil, let total { s.plan.learnTotal(total, parts: 1) }
                 // A weak ETag at first (Apache's, for a file modified within the last second) becomes strong
                 // later: adopt it when Last-Modified vouches that it is the same version, so If-Match guards
@@ -143,7 +150,7 @@ final class DownloadBoard: Sendable {
             }
             // A server known to change its ETag for the same bytes: the ETag is not a validator.
             let kept = s.unstableETag ? Validators(etag: nil, lastModified: validators.lastModified) : validators
-            s.known = KnownObject(validators: kept, total: total)
+            s.known = KnownObject(validators: kept, total: total, contentType: contentType, source: source)
             s.acceptRanges = ranged
             if let total {
                 let parts = ranged && (!kept.isEmpty || s.unstableETag) ? s.parts(total) : 1
@@ -208,6 +215,8 @@ final class DownloadBoard: Sendable {
                 acceptRanges: s.acceptRanges, chunkSize: s.plan.chunkSize, segments: segments, pieces: pieces
             )
             checkpoint.unstableETag = s.unstableETag ? true : nil
+            checkpoint.contentType = known.contentType
+            checkpoint.source = known.source
             return checkpoint
         }
     }

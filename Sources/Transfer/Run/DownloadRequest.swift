@@ -18,6 +18,9 @@ public struct DownloadRequest: Sendable {
     public var force: Bool
     /// Resume a partial file even when the server gave no validator (no strong ETag, no Last-Modified).
     public var resumeUnvalidated: Bool
+    /// A captive portal's or an intercepting proxy's answer (`Interception`) is waited out with back-off
+    /// (the daemon's jobs; `Download.retryNow()` ends the wait) instead of ending the run with `.intercepted`.
+    public var waitOutInterception = false
     /// Bytes per second for the whole download; nil is unlimited. Change it while running with
     /// `Download.setRateLimit(_:)`.
     public var rateLimit: Int64?

@@ -162,7 +162,9 @@ struct DownloadRun: Sendable {
                         "\(cp.pieces.count - good.count) damaged chunk(s) in the partial file will be fetched again.")
                 )
             }
-            known = KnownObject(validators: cp.validators, total: cp.totalBytes)
+            known = KnownObject(
+                validators: cp.validators, total: cp.totalBytes, contentType: cp.contentType.map { String($0.prefix(200)) },
+                source: cp.source.map { String($0.prefix(4096)) })
             acceptRanges = cp.acceptRanges
             resumed = good.reduce(0) { $0 + $1.length }
             logger.info(
@@ -311,6 +313,15 @@ struct DownloadRun: Sendable {
                 download.removePartial()
                 return .cancelled
             case .failed(let error):
+                if error.code == .intercepted && board.kept.written == 0 {
+                    // Nothing came from the server in this run: the checkpoint stays exactly as it was, and a first
+                    // download leaves no empty partial behind.
+                    if resumedKept == 0 && writtenSinceRestart == 0 && created {
+                        try? await writer.drain()
+                        download.removePartial()
+                    }
+                    throw error
+                }
                 try? await writer.checkpointNow()
                 throw error
             }

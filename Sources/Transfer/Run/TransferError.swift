@@ -42,6 +42,9 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         case tlsSetup = "tls_setup"
         /// The proxy refused to carry the request (it wants credentials, or refused the tunnel).
         case proxy
+        /// A captive portal or an intercepting proxy answered instead of the server (docs/get.md,
+        /// "Interception"): nothing of its answer was written and the partial is kept.
+        case intercepted
     }
 
     /// What kind of failure this is.
