@@ -92,6 +92,39 @@ import Testing
         }
     }
 
+    /// A captive portal appears midway (302 → /login → a page): the job waits with the portal's URL, writes
+    /// nothing of the page, and completes with the right sha256 once the portal is gone, nothing fetched twice.
+    @Test func aCaptivePortalIsWaitedOutWithoutLosingProgress() async throws {
+        try await withHarness(size: 8 << 20, bytesPerSecond: 2 << 20, tune: { $0.retryCap = .milliseconds(300) }) { h in
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            let job = try await h.add()
+            #expect(try await h.until { try await h.engine.status(job.id).job.bytesDone >= 2 << 20 })
+            // Cellular pauses it; the Wi-Fi it comes back to has a portal now.
+            h.monitor.send(up: ["wwan0"], primary: "wwan0")
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            let kept = try await h.engine.status(job.id).job.bytesDone
+            h.server.setFaults([.captivePortal(redirect: true)])
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            // The policy's hysteresis (resume_after: 5s) on the engine's manual clock.
+            try await Task.sleep(for: .milliseconds(100))
+            h.clock.advance(by: .seconds(6))
+            let reason = "a captive portal or proxy answered instead of the server (redirected to \(h.server.url("/login")))"
+            #expect(
+                try await h.until(timeout: .seconds(20)) { try await h.engine.status(job.id).retryReason == reason },
+                "\(h.events.compactMap { if case let .notice(_, text) = $0 { text } else { nil } }.suffix(6))")
+            let waiting = try await h.engine.status(job.id)
+            #expect(waiting.job.state == .running)
+            #expect(waiting.nextRetryAt != nil)
+            #expect(waiting.job.bytesDone == kept)
+            h.server.setFaults([])
+            #expect(try await h.until(timeout: .seconds(20)) { try await h.state(job.id) == .completed })
+            let done = try await h.engine.status(job.id).job
+            #expect(done.sha256 == h.server.content.sha256Hex())
+            #expect(done.refetchedBytes == 0)
+            #expect(!h.events.contains { if case let .notice(_, text) = $0 { text.contains("restarted") } else { false } })
+        }
+    }
+
     static let smallOnMetered = """
         version: 1
         defaults: { resume_after: 1s, action: pause }
