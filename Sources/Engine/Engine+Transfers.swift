@@ -88,6 +88,8 @@ extension Engine {
         request.proxy = proxy
         // A captive portal's page is a wait, tried again with back-off and at once at any link change.
         request.waitOutInterception = true
+        let intercepted = self.intercepted
+        request.interceptedLink = { intercepted.current }
         configuration.tuneRequest(&request)
         // Jobs × segments stay within the client's connections per host, so no request waits for one.
         let perJob = max(1, TransferClient.perHostConnections / max(1, configuration.maxActive))

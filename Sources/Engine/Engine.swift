@@ -24,6 +24,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     public let store: JobStore
     public nonisolated let events = EventHub()
     public nonisolated let accounting: LinkAccounting
+    /// Why the primary uplink is intercepted now (a captive portal, a limited network), for the transfers'
+    /// TLS failures (`DownloadRequest.interceptedLink`); nil when it is not.
+    nonisolated let intercepted = InterceptedLink()
     public private(set) var policy: PolicySet
     public private(set) var snapshot: LinkSnapshot = .empty
     let monitor: any LinkMonitor
@@ -188,9 +191,11 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     // MARK: - Inputs
 
     func apply(_ snapshot: LinkSnapshot) {
+        // A portal signed into (connectivity alone changed) is not a flapping link: no hysteresis for it.
+        if !haveSnapshot || !snapshot.differsOnlyInConnectivity(from: self.snapshot) { lastChange = clock.now }
         self.snapshot = snapshot
         haveSnapshot = true
-        lastChange = clock.now
+        intercepted.set(snapshot.primary.flatMap(ConnectivityGate.blocked))
         accounting.apply(snapshot)
         events.publish(.links(snapshot))
         // A link change may end an outage: transfers waiting to retry try again now.

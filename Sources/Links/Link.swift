@@ -35,12 +35,19 @@ public struct Link: Sendable, Hashable, Codable {
     public var meteredHintExplicit = false
     /// Whether the link's modem says it is roaming, when known (ModemManager).
     public var roaming: Bool?
+    /// What the link reaches, when a source says (NetworkManager's connectivity check, a scenario).
+    public var connectivity: Connectivity?
+    /// Where `connectivity` came from, e.g. `networkmanager`.
+    public var connectivitySource: String?
+    /// The captive portal's sign-in page, when known (RFC 8910's DHCP option 114, a scenario).
+    public var portalURL: String?
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case index, name, kind, operstate, up, running, mtu, mac, ipv4, ipv6, driver, ssid, bssid, roaming
         case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
         case meteredHintSource = "metered_hint_source"
+        case connectivity, connectivitySource = "connectivity_source", portalURL = "portal_url"
     }
 
     public init(

@@ -12,6 +12,12 @@ public struct LinkHint: Sendable, Hashable {
     public var ssid: String?
     public var bssid: String?
     public var roaming: Bool?
+    /// What the link reaches (NetworkManager's connectivity check).
+    public var connectivity: Connectivity?
+    /// Where `connectivity` came from.
+    public var connectivitySource: String?
+    /// A captive portal's sign-in page (DHCP option 114).
+    public var portalURL: String?
 
     public init(
         metered: Bool? = nil, meteredSource: String? = nil, explicit: Bool = false, ssid: String? = nil,
@@ -37,6 +43,14 @@ public struct LinkHint: Sendable, Hashable {
         merged.ssid = ssid ?? other.ssid
         merged.bssid = bssid ?? other.bssid
         merged.roaming = roaming ?? other.roaming
+        if connectivity == nil || connectivity == .unknown, let theirs = other.connectivity, theirs != .unknown {
+            merged.connectivity = theirs
+            merged.connectivitySource = other.connectivitySource
+        } else if connectivity == nil {
+            merged.connectivity = other.connectivity
+            merged.connectivitySource = other.connectivitySource
+        }
+        merged.portalURL = portalURL ?? other.portalURL
         return merged
     }
 }
@@ -76,9 +90,12 @@ extension LinkSnapshot {
         for index in copy.links.indices {
             guard let hint = hints.byName[copy.links[index].name] else { continue }
             var link = copy.links[index]
-            let own = LinkHint(
+            var own = LinkHint(
                 metered: link.meteredHint, meteredSource: link.meteredHintSource, explicit: link.meteredHintExplicit,
                 ssid: link.ssid, bssid: link.bssid, roaming: link.roaming)
+            own.connectivity = link.connectivity
+            own.connectivitySource = link.connectivitySource
+            own.portalURL = link.portalURL
             let merged = own.filling(from: hint)
             link.meteredHint = merged.metered
             link.meteredHintSource = merged.meteredSource
@@ -86,6 +103,9 @@ extension LinkSnapshot {
             link.ssid = merged.ssid
             link.bssid = merged.bssid
             link.roaming = merged.roaming
+            link.connectivity = merged.connectivity
+            link.connectivitySource = merged.connectivitySource
+            link.portalURL = merged.portalURL
             copy.links[index] = link
         }
         return copy

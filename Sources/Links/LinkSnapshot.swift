@@ -66,6 +66,20 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
         return links.filter { indices.contains($0.index) && $0.isUsable }
     }
 
+    /// True when only the links' connectivity (and portal URLs) differ from `other`'s.
+    public func differsOnlyInConnectivity(from other: LinkSnapshot) -> Bool {
+        func plain(_ links: [Link]) -> [Link] {
+            links.map {
+                var link = $0
+                link.connectivity = nil
+                link.connectivitySource = nil
+                link.portalURL = nil
+                return link
+            }
+        }
+        return defaultRoutes == other.defaultRoutes && plain(links) == plain(other.links) && links != other.links
+    }
+
     /// True when the content (links, routes) equals another snapshot's, ignoring sequence and time.
     public func sameState(as other: LinkSnapshot) -> Bool {
         links == other.links && defaultRoutes == other.defaultRoutes

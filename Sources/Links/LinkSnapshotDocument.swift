@@ -24,6 +24,10 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         public var metered: Bool?
         public var meteredSource: String?
         public var roaming: Bool?
+        /// `unknown`, `none`, `portal`, `limited`, `full`; nil when no source says.
+        public var connectivity: String?
+        public var connectivitySource: String?
+        public var portalURL: String?
         public var addresses: [String]
         public var primary: Bool
 
@@ -31,6 +35,7 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
             case index, name, kind, operstate, up, running, mtu, mac, driver, ssid, bssid, roaming, addresses, primary
             case kindSource = "kind_source", lowerUp = "lower_up", meteredHint = "metered_hint"
             case meteredHintSource = "metered_hint_source", metered, meteredSource = "metered_source"
+            case connectivity, connectivitySource = "connectivity_source", portalURL = "portal_url"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -53,6 +58,9 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
             try c.encode(metered, forKey: .metered)
             try c.encode(meteredSource, forKey: .meteredSource)
             try c.encode(roaming, forKey: .roaming)
+            try c.encode(connectivity, forKey: .connectivity)
+            try c.encode(connectivitySource, forKey: .connectivitySource)
+            try c.encode(portalURL, forKey: .portalURL)
             try c.encode(addresses, forKey: .addresses)
             try c.encode(primary, forKey: .primary)
         }
@@ -108,7 +116,8 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
                 operstate: $0.operstate, up: $0.up, running: $0.running, lowerUp: $0.lowerUp, mtu: $0.mtu,
                 mac: $0.mac, driver: $0.driver, ssid: $0.ssid, bssid: $0.bssid, meteredHint: $0.meteredHint,
                 meteredHintSource: $0.meteredHintSource, metered: verdict?.metered, meteredSource: verdict?.source,
-                roaming: $0.roaming, addresses: $0.addresses, primary: $0.name == primary)
+                roaming: $0.roaming, connectivity: $0.connectivity?.rawValue, connectivitySource: $0.connectivitySource,
+                portalURL: $0.portalURL, addresses: $0.addresses, primary: $0.name == primary)
         }
         self.defaultRoutes = snapshot.defaultRoutes.map {
             RouteEntry(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)

@@ -36,6 +36,10 @@ public struct Scenario: Sendable, Hashable {
         public var note: String?
         /// Line of the step in its file.
         public var line: Int
+        /// Connectivity set from this step on, by link (until a later step sets it again).
+        public var connectivity: [String: Connectivity] = [:]
+        /// A captive portal's URL set from this step on, by link; "" clears it.
+        public var portals: [String: String] = [:]
 
         public init(
             at: Duration, up: [String] = [], down: [String] = [], primary: String? = nil,
@@ -73,16 +77,28 @@ public struct Scenario: Sendable, Hashable {
     public func timeline() -> [(at: Duration, snapshot: LinkSnapshot, note: String?)] {
         var upLinks: Set<String> = []
         var primary: String?
+        var connectivity: [String: Connectivity] = [:]
+        var portals: [String: String] = [:]
         var result: [(Duration, LinkSnapshot, String?)] = []
         for (number, step) in steps.enumerated() {
+            connectivity.merge(step.connectivity) { $1 }
+            portals.merge(step.portals) { $1 }
             upLinks.formUnion(step.up)
             upLinks.subtract(step.down)
             if step.clearsPrimary { primary = nil }
             if let next = step.primary { primary = next }
             if let current = primary, !upLinks.contains(current) { primary = nil }
-            let snapshot = makeSnapshot(
+            var snapshot = makeSnapshot(
                 up: upLinks, primary: primary, sequence: UInt64(number + 1),
                 at: step.at)
+            for index in snapshot.links.indices where snapshot.links[index].isUsable {
+                let name = snapshot.links[index].name
+                if let state = connectivity[name] {
+                    snapshot.links[index].connectivity = state
+                    snapshot.links[index].connectivitySource = "scenario"
+                }
+                if let portal = portals[name], !portal.isEmpty { snapshot.links[index].portalURL = portal }
+            }
             result.append((step.at, snapshot, step.note))
         }
         return result

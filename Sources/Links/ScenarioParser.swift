@@ -5,7 +5,7 @@ import Yams
 public enum ScenarioParser {
     static let topKeys = ["name", "description", "links", "steps", "end"]
     static let linkKeys = ["kind", "ssid", "metered", "addresses", "driver"]
-    static let stepKeys = ["at", "up", "down", "primary", "note"]
+    static let stepKeys = ["at", "up", "down", "primary", "note", "connectivity", "portal"]
     /// The latest instant a scenario may name (`at:`, `end:`): a week of simulated time; replayed faster or
     /// slower (`--speed`), it still fits a `Duration` many times over.
     public static let maxTime = Cap<Duration>(.seconds(7 * 86_400), "7d")
@@ -143,6 +143,37 @@ public enum ScenarioParser {
                         }
                     }
                 case "note": step.note = reader.string(value, what: "note")
+                case "connectivity":
+                    for (linkName, _, field) in reader.mapping(value, what: "connectivity") {
+                        guard known.contains(linkName) else {
+                            reader.record(field, "connectivity names link `\(linkName)`, which `links:` does not declare")
+                            continue
+                        }
+                        guard let text = reader.string(field, what: "connectivity") else { continue }
+                        if let state = Connectivity(rawValue: text) {
+                            step.connectivity[linkName] = state
+                        } else {
+                            reader.record(
+                                field, "unknown connectivity `\(text)`",
+                                hint: "one of " + Connectivity.allCases.map(\.rawValue).joined(separator: ", "))
+                        }
+                    }
+                case "portal":
+                    for (linkName, _, field) in reader.mapping(value, what: "portal") {
+                        guard known.contains(linkName) else {
+                            reader.record(field, "portal names link `\(linkName)`, which `links:` does not declare")
+                            continue
+                        }
+                        guard let text = reader.string(field, what: "portal") else { continue }
+                        if text == "none" || text.isEmpty {
+                            step.portals[linkName] = ""
+                        } else if text.hasPrefix("http://") || text.hasPrefix("https://"), text.count <= 2048 {
+                            step.portals[linkName] = text
+                        } else {
+                            reader.record(field, "portal `\(text.prefix(60))` is not an http:// or https:// URL",
+                                hint: "e.g. `portal: { wlan0: http://10.0.0.1/login }`, or `none` to clear it")
+                        }
+                    }
                 default: break
                 }
             }

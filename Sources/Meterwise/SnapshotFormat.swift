@@ -23,6 +23,11 @@ enum SnapshotFormat {
             var state = link.isUsable ? "up" : (link.up ? "up, no carrier" : "down")
             if let ssid = link.ssid { state += ", ssid \(ssid)" }
             if link.roaming == true { state += ", roaming" }
+            if let connectivity = link.connectivity, connectivity != .unknown {
+                state += ", connectivity \(connectivity.rawValue)"
+                if let source = link.connectivitySource { state += " (\(source))" }
+            }
+            if let portal = link.portalURL { state += ", portal \(portal)" }
             rows.append([
                 link.name == primary ? "*" : " ", link.name, link.kind.rawValue, link.kindSource,
                 metered(link), state, link.addresses.joined(separator: " "),

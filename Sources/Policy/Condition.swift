@@ -11,6 +11,10 @@ public struct Condition: Sendable, Hashable {
     /// The link's name matches one of these globs.
     public var links: [Glob] = []
     public var roaming: Bool?
+    /// The primary uplink's connectivity is one of these (`unknown` when no source says). A rule that tests
+    /// it decides for itself; every other rule that moves bytes waits while the primary is behind a portal,
+    /// limited or without a network (`ConnectivityGate`).
+    public var connectivity: [Connectivity] = []
     /// The local time is inside one of these windows.
     public var windows: [TimeWindow] = []
     public var size: Comparison?

@@ -168,13 +168,16 @@ public struct DecisionContext: Sendable {
                     allowedLinks: rule.action == .pause ? [] : state.allowedLinks, rule: rule.name,
                     reasons: [head] + state.matchedTail, nextChange: nextChanges[index],
                     budgetKey: rule.action == .pause ? nil : state.budgetKey)
-                return withSpentBudgets(decision, held)
+                return withSpentBudgets(ConnectivityGate.apply(decision, rule: rule, uplinks: gated), held)
             }
             if state.spentOnly, jobMisses.isEmpty, let spent = state.spent { held.append((rule, spent)) }
             if explaining { misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses)) }
         }
-        return withSpentBudgets(fallback, held)
+        return withSpentBudgets(ConnectivityGate.apply(fallback, rule: nil, uplinks: gated), held)
     }
+
+    /// The usable uplinks, for `ConnectivityGate`.
+    var gated: [Link] { uplinks.map(\.link) }
 
     /// A rule's job-independent state with its per-user budget tested for `owner`'s share, and the reasons
     /// of a match then.

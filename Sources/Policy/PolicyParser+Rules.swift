@@ -90,6 +90,7 @@ extension PolicyParser {
             case "labels": c.labels = labels(v, what: "labels", reader: &reader)
             case "link": c.links = globs(v, what: "link", reader: &reader)
             case "roaming": c.roaming = reader.bool(v, what: "roaming")
+            case "connectivity": c.connectivity = connectivities(v, reader: &reader)
             case "days":
                 daysNode = v
                 var set: Set<Int> = []

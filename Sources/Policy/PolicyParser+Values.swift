@@ -21,6 +21,22 @@ extension PolicyParser {
         return result
     }
 
+    /// `connectivity: portal` or `connectivity: [portal, limited]`.
+    static func connectivities(_ node: Node, reader: inout YAMLReader) -> [Connectivity] {
+        var result: [Connectivity] = []
+        for item in reader.list(node, what: "connectivity") {
+            guard let text = reader.string(item, what: "connectivity") else { continue }
+            if let state = Connectivity(rawValue: text) {
+                result.append(state)
+            } else {
+                reader.record(
+                    item, "unknown connectivity `\(text)`",
+                    hint: "one of " + Connectivity.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+        }
+        return result
+    }
+
     static func globs(_ node: Node, what: String, reader: inout YAMLReader) -> [Glob] {
         var result: [Glob] = []
         for item in reader.list(node, what: what) {

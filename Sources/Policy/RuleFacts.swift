@@ -66,7 +66,7 @@ struct RuleFacts {
     func testLink(_ when: Condition, into state: inout DecisionContext.RuleState) {
         let usesLink =
             when.metered != nil || !when.kinds.isEmpty || !when.labels.isEmpty || !when.links.isEmpty
-            || when.roaming != nil
+            || when.roaming != nil || !when.connectivity.isEmpty
         guard usesLink else { return }
         guard let primary, let network = primaryClass else {
             state.misses.append("there is no primary uplink to test")
@@ -96,6 +96,13 @@ struct RuleFacts {
             state.test(
                 when.links.contains { $0.matches(name) }, pass: "link \(name) matches \(names)",
                 miss: "link \(name) matches none of \(names)")
+        }
+        if !when.connectivity.isEmpty {
+            let reached = primary.connectivity ?? .unknown
+            let wanted = when.connectivity.map(\.rawValue).joined(separator: "|")
+            state.test(
+                when.connectivity.contains(reached), pass: "connectivity \(reached.rawValue) is \(wanted)",
+                miss: "\(name)'s connectivity is \(reached.rawValue), not \(wanted)")
         }
         if let roaming = when.roaming {
             state.test(

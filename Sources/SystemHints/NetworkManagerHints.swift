@@ -45,18 +45,18 @@ protocol BusHintReader: Sendable {
     var displayName: String { get }
     /// The match rules (besides `NameOwnerChanged` for `service`) whose signals mean "read again".
     var matches: [String] { get }
-    /// The match rules for `PropertiesChanged` signals whose `Metered` values `quickUpdate` can use.
-    var meteredMatches: [String] { get }
+    /// The match rules for `PropertiesChanged` signals whose `SystemBus.quickKeys` values `quickUpdate` can use.
+    var quickMatches: [String] { get }
     /// The hints now; called on the loop's thread with the service running.
     mutating func read(_ bus: SystemBus) throws(BusError) -> LinkHints
-    /// The hints after these `Metered` changes (object path, value), from what the last `read` learnt and
+    /// The hints after these changes (object path, property, value), from what the last `read` learnt and
     /// without any call on the bus; nil when that is not enough to tell.
-    mutating func quickUpdate(_ metered: [(path: String, value: UInt32)]) -> LinkHints?
+    mutating func quickUpdate(_ changes: [PropertyChange]) -> LinkHints?
 }
 
 extension BusHintReader {
-    var meteredMatches: [String] { [] }
-    mutating func quickUpdate(_ metered: [(path: String, value: UInt32)]) -> LinkHints? { nil }
+    var quickMatches: [String] { [] }
+    mutating func quickUpdate(_ changes: [PropertyChange]) -> LinkHints? { nil }
 
     /// The match rule for every `PropertiesChanged` that `sender` emits on objects under `root`.
     static func propertiesChanged(sender: String, under root: String) -> String {
@@ -122,7 +122,7 @@ final class HintLoop<Reader: BusHintReader> {
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
                 + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(reader.service)'")
         for rule in reader.matches { try bus.watch(rule) }
-        for rule in reader.meteredMatches { try bus.watchMetered(rule) }
+        for rule in reader.quickMatches { try bus.watchQuick(rule) }
     }
 
     /// Waits for signals and re-reads NetworkManager after each burst; returns when stopped.
@@ -131,11 +131,12 @@ final class HintLoop<Reader: BusHintReader> {
             try bus.processPending()
             if bus.changed.raised {
                 bus.changed.raised = false
-                // A Metered change the signal itself carries is published at once: reading the service
-                // again takes round trips while it is busy applying the change. The full read follows.
-                let metered = bus.changed.metered
-                bus.changed.metered = []
-                if !metered.isEmpty, let quick = reader.quickUpdate(metered) { publish(quick) }
+                // A Metered or connectivity change the signal itself carries is published at once: reading
+                // the service again takes round trips while it is busy applying the change. The full read
+                // follows.
+                let values = bus.changed.values
+                bus.changed.values = []
+                if !values.isEmpty, let quick = reader.quickUpdate(values) { publish(quick) }
                 publish(read(bus))
                 // Signals that arrived during the calls were queued by sd-bus: handle them first.
                 continue
@@ -175,34 +176,50 @@ final class HintLoop<Reader: BusHintReader> {
     }
 }
 
-/// NetworkManager's devices: `Metered`, the active access point's SSID and BSSID, the global `Metered`.
+/// NetworkManager's devices: `Metered`, `Ip4Connectivity` and `Ip6Connectivity`, the active access point's
+/// SSID and BSSID, the global `Metered` and `Connectivity`.
 struct NetworkManagerReader: BusHintReader {
     let service = NetworkManagerHints.service
     let displayName = "NetworkManager"
-    /// What the last read found: devices by object path, and the global Metered.
+    /// What the last read found: devices by object path, the global Metered and Connectivity.
     var devices: [String: NetworkManagerDevice] = [:]
     var global = NetworkManagerMetered.unknown
+    var globalConnectivity = Connectivity.unknown
 
     var matches: [String] {
         let nm = NetworkManagerHints.self
         return ["type='signal',sender='\(nm.service)',interface='\(nm.service)',path='\(nm.root)'"]
     }
 
-    var meteredMatches: [String] {
+    var quickMatches: [String] {
         [Self.propertiesChanged(sender: NetworkManagerHints.service, under: NetworkManagerHints.root)]
     }
 
-    mutating func quickUpdate(_ metered: [(path: String, value: UInt32)]) -> LinkHints? {
+    mutating func quickUpdate(_ changes: [PropertyChange]) -> LinkHints? {
         guard !devices.isEmpty else { return nil }
-        for (path, raw) in metered {
-            guard let value = NetworkManagerMetered(rawValue: raw) else { return nil }
-            if path == NetworkManagerHints.root {
-                global = value
-            } else if devices[path] != nil {
-                devices[path]?.metered = value
+        for change in changes {
+            let isRoot = change.path == NetworkManagerHints.root
+            guard isRoot || devices[change.path] != nil else { continue }
+            switch change.key {
+            case "Metered":
+                guard let value = NetworkManagerMetered(rawValue: change.value) else { return nil }
+                if isRoot { global = value } else { devices[change.path]?.metered = value }
+            case "Connectivity" where isRoot:
+                guard let value = Connectivity(networkManager: change.value) else { return nil }
+                globalConnectivity = value
+            case "Ip4Connectivity", "Ip6Connectivity":
+                guard !isRoot, let value = Connectivity(networkManager: change.value) else { return nil }
+                if change.key == "Ip4Connectivity" {
+                    devices[change.path]?.ip4Connectivity = value
+                } else {
+                    devices[change.path]?.ip6Connectivity = value
+                }
+            default:
+                continue
             }
         }
-        return NetworkManagerDevice.hints(devices.keys.sorted().compactMap { devices[$0] }, global: global)
+        return NetworkManagerDevice.hints(
+            devices.keys.sorted().compactMap { devices[$0] }, global: global, connectivity: globalConnectivity)
     }
 
     mutating func read(_ bus: SystemBus) throws(BusError) -> LinkHints {
@@ -210,6 +227,10 @@ struct NetworkManagerReader: BusHintReader {
         let global =
             NetworkManagerMetered(
                 rawValue: (try? bus.property(nm.service, nm.root, nm.service, "Metered"))?.uint32 ?? 0) ?? .unknown
+        let connectivity =
+            Connectivity(
+                networkManager: (try? bus.property(nm.service, nm.root, nm.service, "Connectivity"))?.uint32 ?? 0)
+            ?? .unknown
         let primaryDevices = Set(primaryConnectionDevices(bus))
         let paths = try bus.property(nm.service, nm.root, nm.service, "Devices").strings ?? []
         var devices: [String: NetworkManagerDevice] = [:]
@@ -219,7 +240,8 @@ struct NetworkManagerReader: BusHintReader {
         }
         self.devices = devices
         self.global = global
-        return NetworkManagerDevice.hints(paths.compactMap { devices[$0] }, global: global)
+        self.globalConnectivity = connectivity
+        return NetworkManagerDevice.hints(paths.compactMap { devices[$0] }, global: global, connectivity: connectivity)
     }
 
     func primaryConnectionDevices(_ bus: SystemBus) -> [String] {
@@ -239,6 +261,12 @@ struct NetworkManagerReader: BusHintReader {
         let metered = (try? bus.property(nm.service, path, nm.deviceInterface, "Metered"))?.uint32 ?? 0
         var device = NetworkManagerDevice(
             interface: interface, metered: NetworkManagerMetered(rawValue: metered) ?? .unknown, isPrimary: isPrimary)
+        // NetworkManager 1.16 and later; older ones leave them unknown (the global state then speaks).
+        for (key, family) in [("Ip4Connectivity", 4), ("Ip6Connectivity", 6)] {
+            let raw = (try? bus.property(nm.service, path, nm.deviceInterface, key))?.uint32 ?? 0
+            let value = Connectivity(networkManager: raw) ?? .unknown
+            if family == 4 { device.ip4Connectivity = value } else { device.ip6Connectivity = value }
+        }
         let type = (try? bus.property(nm.service, path, nm.deviceInterface, "DeviceType"))?.uint32
         if type == nm.wifiType,
             let ap = (try? bus.property(nm.service, path, nm.wirelessInterface, "ActiveAccessPoint"))?.string, ap != "/"

@@ -41,6 +41,9 @@ public struct NetworkManagerDevice: Sendable, Hashable {
     public var bssid: String?
     /// The device carries NetworkManager's primary connection.
     public var isPrimary: Bool
+    /// NetworkManager's connectivity check per address family (`Ip4Connectivity`, `Ip6Connectivity`).
+    public var ip4Connectivity = Connectivity.unknown
+    public var ip6Connectivity = Connectivity.unknown
 
     public init(
         interface: String, metered: NetworkManagerMetered, ssid: [UInt8]? = nil, bssid: String? = nil,
@@ -54,11 +57,21 @@ public struct NetworkManagerDevice: Sendable, Hashable {
     }
 
     /// The hints of every device: its own `Metered`, or NetworkManager's global `Metered` for the device
-    /// of the primary connection when the device's own is unknown; SSID and BSSID when known. Pure.
-    public static func hints(_ devices: [NetworkManagerDevice], global: NetworkManagerMetered) -> LinkHints {
+    /// of the primary connection when the device's own is unknown; its connectivity (the better of IPv4's and
+    /// IPv6's, or the global `Connectivity` for the primary connection's device when both are unknown); SSID
+    /// and BSSID when known. Pure.
+    public static func hints(
+        _ devices: [NetworkManagerDevice], global: NetworkManagerMetered, connectivity: Connectivity = .unknown
+    ) -> LinkHints {
         var byName: [String: LinkHint] = [:]
         for device in devices where !device.interface.isEmpty {
             var hint = device.metered.hint ?? (device.isPrimary ? global.hint : nil) ?? LinkHint()
+            var reached = Connectivity.combined(device.ip4Connectivity, device.ip6Connectivity)
+            if reached == .unknown, device.isPrimary { reached = connectivity }
+            if reached != .unknown {
+                hint.connectivity = reached
+                hint.connectivitySource = "networkmanager"
+            }
             hint.ssid = device.ssid.flatMap(Self.ssidText)
             hint.bssid = device.bssid.flatMap { $0.isEmpty ? nil : $0.lowercased() }
             if hint != LinkHint() { byName[device.interface] = hint }

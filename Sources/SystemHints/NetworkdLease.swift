@@ -1,3 +1,4 @@
+import Foundation
 import Links
 
 /// systemd-networkd's DHCP lease files (`/run/systemd/netif/leases/IFINDEX`, `KEY=value` lines). A lease
@@ -7,14 +8,31 @@ public enum NetworkdLease {
     public static let directory = "/run/systemd/netif/leases"
     static let androidMetered = Array("ANDROID_METERED".utf8)
 
-    /// The hint a lease's text gives, or nil when it gives none.
+    /// The hint a lease's text gives, or nil when it gives none: a metered guess from option 43, and the
+    /// captive portal's URL from option 114 (RFC 8910; networkd writes it as `CAPTIVE_PORTAL=`).
     public static func hint(lease text: String) -> LinkHint? {
-        for line in text.split(separator: "\n") where line.hasPrefix("VENDOR_SPECIFIC=") {
-            let hex = line.dropFirst("VENDOR_SPECIFIC=".count)
-            guard let bytes = Self.bytes(hex: hex), contains(bytes, androidMetered) else { continue }
-            return LinkHint(metered: true, meteredSource: "networkd: DHCP ANDROID_METERED", explicit: false)
+        var hint = LinkHint()
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("VENDOR_SPECIFIC=") {
+                let hex = line.dropFirst("VENDOR_SPECIFIC=".count)
+                guard let bytes = Self.bytes(hex: hex), contains(bytes, androidMetered) else { continue }
+                hint.metered = true
+                hint.meteredSource = "networkd: DHCP ANDROID_METERED"
+            } else if line.hasPrefix("CAPTIVE_PORTAL=") {
+                hint.portalURL = portalURL(line.dropFirst("CAPTIVE_PORTAL=".count))
+            }
         }
-        return nil
+        return hint == LinkHint() ? nil : hint
+    }
+
+    /// An RFC 8910 URL as a lease carries it: https:// (the RFC's only scheme) or http://, printable ASCII,
+    /// at most 2048 bytes; nil otherwise, and for RFC 8910's "no portal" URN.
+    static func portalURL(_ text: Substring) -> String? {
+        let url = text.trimmingCharacters(in: .whitespaces)
+        guard url.utf8.count <= 2048, url.hasPrefix("https://") || url.hasPrefix("http://"),
+            url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return nil }
+        return url
     }
 
     /// Hex digits (any case) as bytes; nil when malformed or over 255 bytes (an option's limit).

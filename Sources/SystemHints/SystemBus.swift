@@ -25,16 +25,27 @@ struct BusError: Error, CustomStringConvertible {
     var description: String { "\(what): \(String(cString: strerror(-code)))" }
 }
 
+/// One property value a `PropertiesChanged` signal carried.
+struct PropertyChange: Sendable, Equatable {
+    var path: String
+    var key: String
+    var value: UInt32
+}
+
 /// A connection to the system bus through sd-bus (`$DBUS_SYSTEM_BUS_ADDRESS` honoured). Not thread-safe,
 /// like sd-bus itself: one thread owns it (`NetworkManagerHints`' loop).
 final class SystemBus {
     let bus: OpaquePointer
-    /// Set by signal callbacks; the owner reads and clears it. `metered` collects the `Metered` values that
-    /// `PropertiesChanged` signals carried, by object path, so the owner can act before any round trip.
+    /// Set by signal callbacks; the owner reads and clears it. `values` collects the values of `quickKeys`
+    /// that `PropertiesChanged` signals carried, by object path, so the owner can act before any round trip.
     final class Flag {
         var raised = false
-        var metered: [(path: String, value: UInt32)] = []
+        var values: [PropertyChange] = []
     }
+
+    /// The `u` properties whose changes the signal itself carries to `BusHintReader.quickUpdate`:
+    /// NetworkManager's `Metered` and connectivity states.
+    static let quickKeys: Set<String> = ["Metered", "Connectivity", "Ip4Connectivity", "Ip6Connectivity"]
     let changed = Flag()
 
     init() throws(BusError) {
@@ -62,35 +73,39 @@ final class SystemBus {
         guard r >= 0 else { throw BusError(what: "cannot add the match \(rule)", code: r) }
     }
 
-    /// Raises `changed` for every `PropertiesChanged` signal matching `rule`, and records the `Metered`
-    /// value one carries (with the object's path) in `changed.metered`.
-    func watchMetered(_ rule: String) throws(BusError) {
+    /// Raises `changed` for every `PropertiesChanged` signal matching `rule`, and records the `quickKeys`
+    /// values one carries (with the object's path) in `changed.values`.
+    func watchQuick(_ rule: String) throws(BusError) {
         let handler: sd_bus_message_handler_t = { message, userdata, _ in
             guard let userdata, let message else { return 0 }
             let flag = Unmanaged<Flag>.fromOpaque(userdata).takeUnretainedValue()
             flag.raised = true
-            if let path = sd_bus_message_get_path(message), let value = SystemBus.meteredValue(in: message) {
-                flag.metered.append((String(cString: path), value))
+            if let path = sd_bus_message_get_path(message) {
+                let path = String(cString: path)
+                for (key, value) in SystemBus.quickValues(in: message) {
+                    flag.values.append(PropertyChange(path: path, key: key, value: value))
+                }
             }
             return 0
         }
         try addMatch(rule, handler)
     }
 
-    /// The `Metered` entry of a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal.
-    static func meteredValue(in message: OpaquePointer) -> UInt32? {
+    /// The `quickKeys` entries of a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal.
+    static func quickValues(in message: OpaquePointer) -> [(String, UInt32)] {
         var interface: UnsafePointer<CChar>?
         guard sd_bus_message_read_basic(message, type("s"), &interface) > 0,
             sd_bus_message_enter_container(message, type("a"), "{sv}") > 0
-        else { return nil }
-        var found: UInt32?
+        else { return [] }
+        var found: [(String, UInt32)] = []
         for _ in 0..<256 {
             guard sd_bus_message_enter_container(message, type("e"), "sv") > 0 else { break }
             var key: UnsafePointer<CChar>?
-            if sd_bus_message_read_basic(message, type("s"), &key) > 0, let key, String(cString: key) == "Metered",
-                let value = try? readVariant(message, what: "Metered").uint32
+            if sd_bus_message_read_basic(message, type("s"), &key) > 0, let key,
+                case let name = String(cString: key), quickKeys.contains(name),
+                let value = try? readVariant(message, what: name).uint32
             {
-                found = value
+                found.append((name, value))
             } else {
                 _ = sd_bus_message_skip(message, "v")
             }

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 @Suite struct ScenarioTests {
-    @Test(arguments: ["commute", "hotspot", "flapping", "dual-uplink", "dock"])
+    @Test(arguments: ["commute", "hotspot", "flapping", "dual-uplink", "dock", "hotel"])
     func shippedScenariosParse(name: String) throws {
         let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
         #expect(scenario.name == name)
@@ -19,6 +19,14 @@ import Testing
         #expect(timeline[1].snapshot.link(named: "wlan0")?.isUsable == false)
         #expect(timeline[1].snapshot.link(named: "wwan0")?.kind == .wwan)
         #expect(timeline[0].snapshot.link(named: "wlan0")?.ssid == "HomeWiFi")
+    }
+
+    @Test func hotelSetsConnectivityAndThePortal() throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/hotel.yaml"))
+        let states = scenario.timeline().map { ($0.snapshot.primary?.connectivity, $0.snapshot.primary?.portalURL) }
+        #expect(states.map(\.0) == [.full, .portal, .full])
+        #expect(states.map(\.1) == [nil, "http://10.20.0.1/login", nil])
+        #expect(scenario.timeline()[1].snapshot.primary?.connectivitySource == "scenario")
     }
 
     @Test func flappingToggles() throws {
@@ -51,6 +59,8 @@ import Testing
         ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, primary: wlan0 }\n", "is down at this step"),
         ("links: [\n", "t.yaml:"),
         ("name: x\n", "no steps"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, connectivity: { wlan0: captive } }\n", "unknown connectivity"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, portal: { wlan0: ftp://x } }\n", "t.yaml:4:"),
     ]
 
     @Test(arguments: badFiles)

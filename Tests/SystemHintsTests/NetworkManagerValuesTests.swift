@@ -109,3 +109,57 @@ import Testing
         #expect(ModemRegistration.hint(registrationState: state) == nil)
     }
 }
+
+/// NetworkManager's connectivity and DHCP option 114 as hints (issue 25, pure).
+@Suite struct ConnectivityHintTests {
+    @Test func connectivityStatesByNumber() {
+        #expect((0...4).compactMap { Connectivity(networkManager: UInt32($0)) } == [.unknown, .none, .portal, .limited, .full])
+        #expect(Connectivity(networkManager: 5) == nil)
+    }
+
+    @Test func aDevicesConnectivityIsTheBetterFamilysOrTheGlobalOneForThePrimary() {
+        var wifi = NetworkManagerDevice(interface: "wlan0", metered: .unknown, isPrimary: true)
+        wifi.ip4Connectivity = .portal
+        var eth = NetworkManagerDevice(interface: "eth0", metered: .unknown)
+        eth.ip4Connectivity = .full
+        eth.ip6Connectivity = .none
+        let lone = NetworkManagerDevice(interface: "usb0", metered: .unknown)
+        let hints = NetworkManagerDevice.hints([wifi, eth, lone], global: .unknown, connectivity: .full)
+        #expect(hints.byName["wlan0"]?.connectivity == .portal)
+        #expect(hints.byName["wlan0"]?.connectivitySource == "networkmanager")
+        #expect(hints.byName["eth0"]?.connectivity == .full)
+        #expect(hints.byName["usb0"] == nil)
+        // An older NetworkManager without per-device states: the global one speaks for the primary's device.
+        let old = NetworkManagerDevice.hints(
+            [NetworkManagerDevice(interface: "wlan0", metered: .unknown, isPrimary: true)], global: .unknown,
+            connectivity: .portal)
+        #expect(old.byName["wlan0"]?.connectivity == .portal)
+    }
+
+    @Test func theQuickPathFollowsConnectivitySignals() {
+        var reader = NetworkManagerReader()
+        var device = NetworkManagerDevice(interface: "wlan0", metered: .no, isPrimary: true)
+        device.ip4Connectivity = .full
+        reader.devices = ["/org/freedesktop/NetworkManager/Devices/3": device]
+        let portal = reader.quickUpdate([
+            PropertyChange(path: "/org/freedesktop/NetworkManager/Devices/3", key: "Ip4Connectivity", value: 2)
+        ])
+        #expect(portal?.byName["wlan0"]?.connectivity == .portal)
+        #expect(portal?.byName["wlan0"]?.metered == false)
+        let nonsense = reader.quickUpdate([
+            PropertyChange(path: "/org/freedesktop/NetworkManager/Devices/3", key: "Ip4Connectivity", value: 99)
+        ])
+        #expect(nonsense == nil)
+    }
+
+    @Test func aLeaseNamesThePortal() {
+        let lease = "ADDRESS=10.20.0.57\nCAPTIVE_PORTAL=https://portal.example/login?ap=7\n"
+        #expect(NetworkdLease.hint(lease: lease)?.portalURL == "https://portal.example/login?ap=7")
+        #expect(NetworkdLease.hint(lease: lease)?.metered == nil)
+        for bad in ["CAPTIVE_PORTAL=urn:ietf:params:capport:unrestricted", "CAPTIVE_PORTAL=javascript:x",
+            "CAPTIVE_PORTAL=http://a b/", "CAPTIVE_PORTAL=https://" + String(repeating: "a", count: 3000)]
+        {
+            #expect(NetworkdLease.hint(lease: bad) == nil, "\(bad.prefix(40))")
+        }
+    }
+}

@@ -289,6 +289,11 @@ extension DownloadRun {
                     // Waiting for a free connection is not the server failing: it never counts as a retry.
                     return .retry(after: nil, reason: "waiting for a free connection", progressed: true)
                 }
+                if TLSFailure.classify(error) != nil, let portal = request.interceptedLink?() {
+                    // Behind a portal a certificate failure is the portal answering for the server: a wait.
+                    return .retry(
+                        after: nil, reason: "the server's certificate was refused while \(portal)", progressed: false)
+                }
                 if let permanent = await permanentFailure(error, url: url) { return .end(.failed(permanent)) }
                 let via = proxy.map { " through the proxy \($0)" } ?? ""
                 return .retry(

@@ -21,6 +21,9 @@ public struct DownloadRequest: Sendable {
     /// A captive portal's or an intercepting proxy's answer (`Interception`) is waited out with back-off
     /// (the daemon's jobs; `Download.retryNow()` ends the wait) instead of ending the run with `.intercepted`.
     public var waitOutInterception = false
+    /// Why the link in use is known to be intercepted now (a captive portal, a limited network), or nil: a
+    /// TLS certificate failure then is a wait, not a failure. Must be cheap and must not block.
+    public var interceptedLink: (@Sendable () -> String?)?
     /// Bytes per second for the whole download; nil is unlimited. Change it while running with
     /// `Download.setRateLimit(_:)`.
     public var rateLimit: Int64?
