@@ -191,8 +191,9 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
     // MARK: - Inputs
 
     func apply(_ snapshot: LinkSnapshot) {
-        // A portal signed into (connectivity alone changed) is not a flapping link: no hysteresis for it.
-        if !haveSnapshot || !snapshot.differsOnlyInConnectivity(from: self.snapshot) { lastChange = clock.now }
+        // A portal signed into (connectivity and route metrics changed, the same primary) is not a flapping
+        // link: no hysteresis for it.
+        if !haveSnapshot || !snapshot.keepsLinksAndPrimary(of: self.snapshot) { lastChange = clock.now }
         self.snapshot = snapshot
         haveSnapshot = true
         intercepted.set(snapshot.primary.flatMap(ConnectivityGate.blocked))

@@ -66,8 +66,10 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
         return links.filter { indices.contains($0.index) && $0.isUsable }
     }
 
-    /// True when only the links' connectivity (and portal URLs) differ from `other`'s.
-    public func differsOnlyInConnectivity(from other: LinkSnapshot) -> Bool {
+    /// True when `other` has the same links (connectivity and portal URLs aside), the same default routes
+    /// (their metrics aside) and the same primary: what changes when a captive portal is signed into, as
+    /// NetworkManager lowers a route's metric once its connectivity check passes.
+    public func keepsLinksAndPrimary(of other: LinkSnapshot) -> Bool {
         func plain(_ links: [Link]) -> [Link] {
             links.map {
                 var link = $0
@@ -77,7 +79,11 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
                 return link
             }
         }
-        return defaultRoutes == other.defaultRoutes && plain(links) == plain(other.links) && links != other.links
+        func routes(_ snapshot: LinkSnapshot) -> Set<String> {
+            Set(snapshot.defaultRoutes.map { "\($0.family) \($0.link) \($0.gateway ?? "-")" })
+        }
+        return primary?.name == other.primary?.name && routes(self) == routes(other)
+            && plain(links) == plain(other.links)
     }
 
     /// True when the content (links, routes) equals another snapshot's, ignoring sequence and time.

@@ -146,7 +146,8 @@ public enum ScenarioParser {
                 case "connectivity":
                     for (linkName, _, field) in reader.mapping(value, what: "connectivity") {
                         guard known.contains(linkName) else {
-                            reader.record(field, "connectivity names link `\(linkName)`, which `links:` does not declare")
+                            reader.record(
+                                field, "connectivity names link `\(linkName)`, which `links:` does not declare")
                             continue
                         }
                         guard let text = reader.string(field, what: "connectivity") else { continue }
@@ -170,7 +171,8 @@ public enum ScenarioParser {
                         } else if text.hasPrefix("http://") || text.hasPrefix("https://"), text.count <= 2048 {
                             step.portals[linkName] = text
                         } else {
-                            reader.record(field, "portal `\(text.prefix(60))` is not an http:// or https:// URL",
+                            reader.record(
+                                field, "portal `\(text.prefix(60))` is not an http:// or https:// URL",
                                 hint: "e.g. `portal: { wlan0: http://10.0.0.1/login }`, or `none` to clear it")
                         }
                     }

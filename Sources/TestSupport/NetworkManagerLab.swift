@@ -39,9 +39,17 @@ public final class NetworkManagerLab: @unchecked Sendable {
         return nil
     }
 
-    /// Builds the lab and brings wlan0 up under NetworkManager with DHCP from the hotspot.
-    public static func start() async throws -> NetworkManagerLab {
+    /// The port of the connectivity check's server on the access point (`start(connectivityCheck: true)`).
+    public static let checkPort = 8081
+    /// Whether NetworkManager's connectivity check runs against the access point's check server.
+    private var connectivityCheck = false
+
+    /// Builds the lab and brings wlan0 up under NetworkManager with DHCP from the hotspot. With
+    /// `connectivityCheck`, NetworkManager checks `http://GATEWAY:8081/check` for `OK` (forced with
+    /// `checkConnectivity()`), and `setPortal(_:)` makes that server a captive portal.
+    public static func start(connectivityCheck: Bool = false) async throws -> NetworkManagerLab {
         let lab = try NetworkManagerLab()
+        lab.connectivityCheck = connectivityCheck
         do {
             try await lab.start()
         } catch {
@@ -80,6 +88,7 @@ public final class NetworkManagerLab: @unchecked Sendable {
                 "--dhcp-option=3,\(gateway)", "--no-resolv", "--no-hosts", "--pid-file=\(directory)/dnsmasq.pid",
                 "--dhcp-leasefile=\(directory)/dnsmasq.leases",
             ], log: "dnsmasq.log")
+        if connectivityCheck { try await startCheckServer() }
         try await startNetworkManager()
         try nmcli(["device", "set", "wlan0", "managed", "yes"])
         try nmcli([
@@ -129,17 +138,29 @@ public final class NetworkManagerLab: @unchecked Sendable {
     /// udevd and NetworkManager in the device namespace, each with a private tmpfs over the state it keeps
     /// in /run and /var/lib, so the machine's own (if any) is never touched.
     private func startNetworkManager() async throws {
-        try """
-        [main]
-        plugins=keyfile
-        no-auto-default=*
-        dhcp=internal
-        dns=none
-        [keyfile]
-        path=\(directory)/connections
-        [logging]
-        level=WARN
-        """.write(toFile: directory + "/nm.conf", atomically: true, encoding: .utf8)
+        var config = """
+            [main]
+            plugins=keyfile
+            no-auto-default=*
+            dhcp=internal
+            dns=none
+            [keyfile]
+            path=\(directory)/connections
+            [logging]
+            level=WARN
+
+            """
+        if connectivityCheck {
+            config += """
+                [connectivity]
+                enabled=true
+                uri=http://\(gateway):\(Self.checkPort)/check
+                response=OK
+                interval=600
+
+                """
+        }
+        try config.write(toFile: directory + "/nm.conf", atomically: true, encoding: .utf8)
         let script = """
             set -e
             mkdir -p /run/udev /run/NetworkManager /var/lib/NetworkManager
@@ -163,6 +184,55 @@ public final class NetworkManagerLab: @unchecked Sendable {
         }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         throw LabError(.childFailed, "NetworkManager did not come up on the private bus: \(text.suffix(800))")
+    }
+
+    /// The connectivity check's server on the access point: `OK` to `/check`, or, while the file `portal` is in
+    /// the lab's folder, a hotel's captive portal (302 to `/login`, a sign-in page).
+    private func startCheckServer() async throws {
+        let script = """
+            import http.server, os, sys
+            flag = sys.argv[1]
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    if os.path.exists(flag) and self.path != "/login":
+                        self.send_response(302)
+                        self.send_header("Location", "http://\(gateway):\(Self.checkPort)/login")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    body = b"OK" if self.path == "/check" else b"<html><body>Sign in to HotelWiFi</body></html>"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain" if self.path == "/check" else "text/html")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                def log_message(self, *args):
+                    pass
+            http.server.ThreadingHTTPServer(("\(gateway)", \(Self.checkPort)), H).serve_forever()
+            """
+        try script.write(toFile: directory + "/check.py", atomically: true, encoding: .utf8)
+        try await spawn(
+            [
+                "ip", "netns", "exec", accessPoint.name, "/usr/bin/python3", directory + "/check.py",
+                directory + "/portal",
+            ],
+            log: "check.log")
+    }
+
+    /// Makes the access point's check server a captive portal, or the internet again.
+    public func setPortal(_ on: Bool) throws {
+        let path = directory + "/portal"
+        if on {
+            FileManager.default.createFile(atPath: path, contents: Data())
+        } else {
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    /// Forces NetworkManager's connectivity check now and returns what it says (`full`, `portal`, ...).
+    @discardableResult
+    public func checkConnectivity() throws -> String {
+        try nmcli(["networking", "connectivity", "check"]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Runs `nmcli ARGS` against this lab's NetworkManager.

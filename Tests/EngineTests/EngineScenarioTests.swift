@@ -69,6 +69,39 @@ import Testing
         }
     }
 
+    /// NetworkManager says portal on the Wi-Fi: the running job stops with the portal's URL as its reason; it
+    /// says full again: the job resumes at once (a sign-in is not a flapping link: no hysteresis) and completes.
+    @Test func aPortalPausesWithItsURLAndSigningInResumesAtOnce() async throws {
+        try await withHarness(size: 4 << 20, bytesPerSecond: 2 << 20) { h in
+            func wifi(_ state: Connectivity, portal: String? = nil) -> LinkSnapshot {
+                var snapshot = TestSnapshots.radios(up: ["wlan0"], primary: "wlan0")
+                let index = snapshot.links.firstIndex { $0.name == "wlan0" }!
+                snapshot.links[index].connectivity = state
+                snapshot.links[index].connectivitySource = "networkmanager"
+                snapshot.links[index].portalURL = portal
+                return snapshot
+            }
+            h.monitor.send(wifi(.full))
+            let job = try await h.add()
+            #expect(await h.until { h.engine.accounting.bytesByLink["wlan0", default: 0] > 256 << 10 })
+            // The Wi-Fi has been up for a while (the engine's clock is manual).
+            h.clock.advance(by: .seconds(10))
+            h.monitor.send(wifi(.portal, portal: "http://10.20.0.1/login"))
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            #expect(await h.until { h.server.openConnections == 0 })
+            let reason = try await h.engine.status(job.id).job.reason ?? ""
+            #expect(
+                reason.contains(
+                    "captive portal on wlan0: sign in at http://10.20.0.1/login (networkmanager); downloads resume when networkmanager says full"
+                ), "\(reason)")
+            h.monitor.send(wifi(.full))
+            // No clock advance: the resume is not held by resume_after.
+            #expect(await h.until { h.count(\.isStarted) == 2 }, "not resumed without the hysteresis")
+            #expect(try await h.until { try await h.state(job.id) == .completed })
+            #expect(try await h.engine.status(job.id).job.sha256 == h.server.content.sha256Hex())
+        }
+    }
+
     static let budgetPolicy = """
         version: 1
         defaults: { resume_after: 5s, action: pause }

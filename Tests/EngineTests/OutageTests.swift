@@ -108,7 +108,8 @@ import Testing
             // The policy's hysteresis (resume_after: 5s) on the engine's manual clock.
             try await Task.sleep(for: .milliseconds(100))
             h.clock.advance(by: .seconds(6))
-            let reason = "a captive portal or proxy answered instead of the server (redirected to \(h.server.url("/login")))"
+            let reason =
+                "a captive portal or proxy answered instead of the server (redirected to \(h.server.url("/login")))"
             #expect(
                 try await h.until(timeout: .seconds(20)) { try await h.engine.status(job.id).retryReason == reason },
                 "\(h.events.compactMap { if case let .notice(_, text) = $0 { text } else { nil } }.suffix(6))")
@@ -121,7 +122,8 @@ import Testing
             let done = try await h.engine.status(job.id).job
             #expect(done.sha256 == h.server.content.sha256Hex())
             #expect(done.refetchedBytes == 0)
-            #expect(!h.events.contains { if case let .notice(_, text) = $0 { text.contains("restarted") } else { false } })
+            #expect(
+                !h.events.contains { if case let .notice(_, text) = $0 { text.contains("restarted") } else { false } })
         }
     }
 

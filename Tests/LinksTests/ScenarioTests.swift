@@ -59,7 +59,10 @@ import Testing
         ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, primary: wlan0 }\n", "is down at this step"),
         ("links: [\n", "t.yaml:"),
         ("name: x\n", "no steps"),
-        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, connectivity: { wlan0: captive } }\n", "unknown connectivity"),
+        (
+            "links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, connectivity: { wlan0: captive } }\n",
+            "unknown connectivity"
+        ),
         ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, portal: { wlan0: ftp://x } }\n", "t.yaml:4:"),
     ]
 

@@ -95,8 +95,13 @@ struct ConnectivityTests {
         #expect(Connectivity.combined(.limited, .unknown) == .limited)
         let before = Fixtures.snapshot([Self.wifi(.portal, portal: "http://p/")], primary: "wlan0")
         let after = Fixtures.snapshot([Self.wifi(.full)], primary: "wlan0")
-        #expect(after.differsOnlyInConnectivity(from: before))
-        #expect(!before.differsOnlyInConnectivity(from: before))
-        #expect(!Fixtures.onCellular.differsOnlyInConnectivity(from: before))
+        #expect(after.keepsLinksAndPrimary(of: before))
+        var penalized = before
+        penalized.defaultRoutes[0].metric += 20000
+        #expect(after.keepsLinksAndPrimary(of: penalized))
+        #expect(!Fixtures.onCellular.keepsLinksAndPrimary(of: before))
+        #expect(
+            !Fixtures.both.keepsLinksAndPrimary(
+                of: Fixtures.snapshot([Fixtures.wlan, Fixtures.wwan], primary: "wlan0")))
     }
 }

@@ -113,7 +113,10 @@ import Testing
 /// NetworkManager's connectivity and DHCP option 114 as hints (issue 25, pure).
 @Suite struct ConnectivityHintTests {
     @Test func connectivityStatesByNumber() {
-        #expect((0...4).compactMap { Connectivity(networkManager: UInt32($0)) } == [.unknown, .none, .portal, .limited, .full])
+        #expect(
+            (0...4).compactMap { Connectivity(networkManager: UInt32($0)) } == [
+                .unknown, .none, .portal, .limited, .full,
+            ])
         #expect(Connectivity(networkManager: 5) == nil)
     }
 
@@ -156,9 +159,10 @@ import Testing
         let lease = "ADDRESS=10.20.0.57\nCAPTIVE_PORTAL=https://portal.example/login?ap=7\n"
         #expect(NetworkdLease.hint(lease: lease)?.portalURL == "https://portal.example/login?ap=7")
         #expect(NetworkdLease.hint(lease: lease)?.metered == nil)
-        for bad in ["CAPTIVE_PORTAL=urn:ietf:params:capport:unrestricted", "CAPTIVE_PORTAL=javascript:x",
-            "CAPTIVE_PORTAL=http://a b/", "CAPTIVE_PORTAL=https://" + String(repeating: "a", count: 3000)]
-        {
+        for bad in [
+            "CAPTIVE_PORTAL=urn:ietf:params:capport:unrestricted", "CAPTIVE_PORTAL=javascript:x",
+            "CAPTIVE_PORTAL=http://a b/", "CAPTIVE_PORTAL=https://" + String(repeating: "a", count: 3000),
+        ] {
             #expect(NetworkdLease.hint(lease: bad) == nil, "\(bad.prefix(40))")
         }
     }

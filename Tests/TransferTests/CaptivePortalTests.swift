@@ -63,7 +63,9 @@ struct CaptivePortalTests {
     }
 
     /// A first download through the portal (redirected, in place, or a 511) creates no file at all.
-    @Test(arguments: [RangeFault.captivePortal(redirect: true), .captivePortal(redirect: false), .networkAuthenticationRequired])
+    @Test(arguments: [
+        RangeFault.captivePortal(redirect: true), .captivePortal(redirect: false), .networkAuthenticationRequired,
+    ])
     func aFirstDownloadThroughAPortalCreatesNoFile(_ fault: RangeFault) async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
@@ -119,7 +121,8 @@ struct CaptivePortalTests {
             #expect(
                 all.contains {
                     if case .retrying(_, _, let reason) = $0 {
-                        return reason == "a captive portal or proxy answered instead of the server (redirected to \(server.url("/login")))"
+                        return reason
+                            == "a captive portal or proxy answered instead of the server (redirected to \(server.url("/login")))"
                     }
                     return false
                 })

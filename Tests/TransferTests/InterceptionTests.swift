@@ -38,7 +38,10 @@ struct InterceptionTests {
         let decision = classify(Self.page(), path: Self.path(to: "http://files.example/login", redirects: 1))
         #expect(signs(decision) == [.page, .redirectedAway, .noValidator, .tiny])
         guard case .intercepted(let i) = decision else { return }
-        #expect(i.reason == "a captive portal or proxy answered instead of the server (redirected to http://files.example/login)")
+        #expect(
+            i.reason
+                == "a captive portal or proxy answered instead of the server (redirected to http://files.example/login)"
+        )
         #expect(i.message.contains("HTTP 200 text/html, 46 bytes"))
         #expect(i.message.contains("partial file and its checkpoint are kept"))
     }
@@ -87,7 +90,8 @@ struct InterceptionTests {
                     source: viaCDN.source)) == .restart(.objectChanged))
         // A 206 from elsewhere with another ETag is still the origin's word (a portal never answers 206).
         let moved = ResponseHead(
-            status: 206, etag: "\"v2\"", lastModified: Self.date, contentRange: "bytes \(22 << 20)-\(Self.total - 1)/\(Self.total)",
+            status: 206, etag: "\"v2\"", lastModified: Self.date,
+            contentRange: "bytes \(22 << 20)-\(Self.total - 1)/\(Self.total)",
             contentType: "application/octet-stream")
         #expect(
             classify(moved, path: Self.path(to: "http://mirror.example/f.bin", redirects: 1))

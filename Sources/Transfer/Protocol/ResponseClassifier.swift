@@ -155,7 +155,8 @@ public enum ResponseClassifier {
         let answerPath = path ?? AnswerPath(requested: "", answered: "", redirects: 0, source: known?.source)
         // A 200 carrying the partial's own validators is the object (its server ignores ranges), whatever else.
         let ownValidators =
-            head.status == 200 && known.map { !$0.validators.isEmpty && $0.validators.matches(head.validators) } ?? false
+            head.status == 200
+            && known.map { !$0.validators.isEmpty && $0.validators.matches(head.validators) } ?? false
         if !ownValidators,
             let interception = Interception.detect(
                 head, ask: ask, known: known, hasLocalData: hasLocalData, path: answerPath)

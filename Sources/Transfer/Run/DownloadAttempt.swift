@@ -212,7 +212,8 @@ extension DownloadRun {
                 attempt += 1
                 let delay = download.retry.delay(attempt: attempt, retryAfter: nil, jitter: Double.random(in: 0..<1))
                 board.noteFailure(interception.reason)
-                download.sink.yield(.retrying(attempt: attempt, delay: delay ?? .seconds(30), reason: interception.reason))
+                download.sink.yield(
+                    .retrying(attempt: attempt, delay: delay ?? .seconds(30), reason: interception.reason))
                 do {
                     try await download.wake.sleep(for: delay ?? .seconds(30))
                 } catch {
@@ -346,7 +347,8 @@ extension DownloadRun {
                 return .end(.restart(reason))
             case .intercepted(let interception):
                 logger.notice(
-                    "intercepted", metadata: ["segment": "\(id)", "status": "\(head.status)", "reason": "\(interception.reason)"])
+                    "intercepted",
+                    metadata: ["segment": "\(id)", "status": "\(head.status)", "reason": "\(interception.reason)"])
                 return .intercepted(interception)
             case .complete:
                 return .complete

@@ -163,7 +163,8 @@ struct DownloadRun: Sendable {
                 )
             }
             known = KnownObject(
-                validators: cp.validators, total: cp.totalBytes, contentType: cp.contentType.map { String($0.prefix(200)) },
+                validators: cp.validators, total: cp.totalBytes,
+                contentType: cp.contentType.map { String($0.prefix(200)) },
                 source: cp.source.map { String($0.prefix(4096)) })
             acceptRanges = cp.acceptRanges
             resumed = good.reduce(0) { $0 + $1.length }
