@@ -397,6 +397,29 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             // Not readable from the store: the entry may be gone, and is left as it is.
             guard promote(slot, decision: decision, reason: reason) else { return nil }
         }
+        var decision = decision
+        var action = action
+        var spaceWake: C.Instant?
+        if policy.defaults.keepFree != nil, decision.mayRun, jobs[id] != nil {
+            let moving: Bool
+            switch action {
+            case .start, .adjust: moving = true
+            default: moving = index[slot].lifecycle.phase == .running
+            }
+            if moving, let problem = spaceProblem(id) {
+                // `keep_free`: the job waits (or its transfer pauses) with the numbers, and is looked at
+                // again when a job ends and every few seconds.
+                decision = SpaceGate.apply(decision, problem: problem)
+                action = JobPlanner.plan(plannerInput(index[slot], decision: decision))
+                let said = decision.reasons.joined(separator: "; ")
+                if jobs[id]!.record.reason != said {
+                    jobs[id]!.record.rule = decision.rule
+                    jobs[id]!.record.reason = said
+                    events.publish(.decision(job: id, decision))
+                }
+            }
+            if moving { spaceWake = clock.now.advanced(by: Self.spaceRecheck) }
+        }
         let actions = apply(slot, .planned(action, policyPauses: decision.action == .pause, slotFree: slotFree))
         if index[slot].lifecycle.waitingForSlot, jobs[id] != nil {
             jobs[id]!.record.reason = Self.slotReason(configuration.maxActive)
@@ -431,8 +454,13 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                 break  // not a decision's: a transfer's end or a user's request
             }
         }
+        if let spaceWake { wake = min(wake ?? spaceWake, spaceWake) }
         return wake
     }
+
+    /// How often a job that `keep_free` holds, or one that runs under it, is looked at again: a `statvfs`
+    /// and a `stat` per job, nothing measurable.
+    static var spaceRecheck: Duration { .seconds(2) }
 
     /// Reads a job's record from the store to start its transfer: from now on `jobs` holds it.
     func promote(_ slot: Int32, decision: Decision, reason: String) -> Bool {

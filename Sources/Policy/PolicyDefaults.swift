@@ -6,6 +6,8 @@ public struct PolicyDefaults: Sendable, Hashable {
     public var action: Action = .run
     /// Bytes per second when the default action is `throttle`.
     public var rate: Int64?
+    /// How much of a job's filesystem stays free (`SpaceGate`); nil: no limit beyond the disk's size.
+    public var keepFree: KeepFree?
 
     public init(resumeAfter: Duration = .seconds(5), action: Action = .run, rate: Int64? = nil) {
         self.resumeAfter = resumeAfter

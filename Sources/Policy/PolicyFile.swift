@@ -19,6 +19,7 @@ struct PolicyFile: Sendable {
     var networks: [Entry<NetworkRule>] = []
     var rules: [Entry<Rule>] = []
     var resumeAfter: Duration?
+    var keepFree: KeepFree?
     var action: Action?
     var rate: Int64?
 }
@@ -53,6 +54,7 @@ struct PolicyMerger {
             Self.apply(entry, to: &policy.rules, what: "rule", name: \.name, issues: &issues)
         }
         if let value = file.resumeAfter { policy.defaults.resumeAfter = value }
+        if let value = file.keepFree { policy.defaults.keepFree = value }
         if let value = file.action {
             policy.defaults.action = value
             policy.defaults.rate = file.rate

@@ -15,7 +15,7 @@ enum PolicyParser {
         "allow_metered", "allow_roaming", "budget_left", "connectivity",
     ]
     static let budgetKeys = ["name", "bytes", "period", "resets", "per_user"]
-    static let defaultsKeys = ["resume_after", "action", "throttle"]
+    static let defaultsKeys = ["resume_after", "action", "throttle", "keep_free"]
     static let kindHint = "one of " + LinkKind.allCases.map(\.rawValue).joined(separator: ", ")
 
     static func parse(_ text: String, file: String) -> (PolicyFile?, [ConfigIssue]) {
@@ -129,6 +129,15 @@ enum PolicyParser {
             case "throttle":
                 throttleNode = keyNode
                 file.rate = reader.rate(v, what: "throttle", atMost: PolicyBounds.rate)
+            case "keep_free":
+                guard let text = reader.string(v, what: "keep_free") else { continue }
+                if let value = KeepFree.parse(text) {
+                    file.keepFree = value
+                } else {
+                    reader.record(
+                        v, "bad keep_free `\(text.prefix(40))`",
+                        hint: "a size (`2GiB`) or a percentage of the filesystem (`10%`)")
+                }
             default: break
             }
         }
