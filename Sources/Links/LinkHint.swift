@@ -58,12 +58,15 @@ public struct LinkHint: Sendable, Hashable {
 /// The hints of one source (or of all of them, merged) at one instant, by interface name.
 public struct LinkHints: Sendable, Hashable {
     public var byName: [String: LinkHint]
+    /// What a power source says (UPower, power-profiles-daemon); unknown from link sources.
+    public var power = PowerFacts.unknown
     /// The sources that are running, for `meterwise links` ("no hint source runs" when empty).
     public var sources: [String]
 
-    public init(byName: [String: LinkHint] = [:], sources: [String] = []) {
+    public init(byName: [String: LinkHint] = [:], sources: [String] = [], power: PowerFacts = .unknown) {
         self.byName = byName
         self.sources = sources
+        self.power = power
     }
 
     public static let none = LinkHints()
@@ -73,6 +76,7 @@ public struct LinkHints: Sendable, Hashable {
         var merged = LinkHints()
         for hints in all {
             merged.sources += hints.sources
+            merged.power = merged.power.filling(from: hints.power)
             for (name, hint) in hints.byName {
                 merged.byName[name] = merged.byName[name].map { $0.filling(from: hint) } ?? hint
             }
@@ -87,6 +91,7 @@ extension LinkSnapshot {
     public func applying(_ hints: LinkHints) -> LinkSnapshot {
         var copy = self
         copy.hintSources = hints.sources
+        copy.power = power.filling(from: hints.power)
         for index in copy.links.indices {
             guard let hint = hints.byName[copy.links[index].name] else { continue }
             var link = copy.links[index]

@@ -8,11 +8,14 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
     public var timestamp: Double
     /// The sources of hints beyond the kernel that are running (`networkmanager`), empty when none runs.
     public var hintSources: [String] = []
+    /// The machine's power supply, when a source says (`PowerFacts`); not a link fact, but decided on the same
+    /// way: a change gives a new snapshot.
+    public var power = PowerFacts.unknown
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
         case links, sequence, timestamp
-        case defaultRoutes = "default_routes", hintSources = "hint_sources"
+        case defaultRoutes = "default_routes", hintSources = "hint_sources", power
     }
 
     public init(from decoder: any Decoder) throws {
@@ -23,6 +26,7 @@ public struct LinkSnapshot: Sendable, Hashable, Codable {
             sequence: try c.decode(UInt64.self, forKey: .sequence),
             timestamp: try c.decode(Double.self, forKey: .timestamp))
         hintSources = try c.decodeIfPresent([String].self, forKey: .hintSources) ?? []
+        power = try c.decodeIfPresent(PowerFacts.self, forKey: .power) ?? .unknown
     }
 
     public init(links: [Link], defaultRoutes: [DefaultRoute], sequence: UInt64 = 0, timestamp: Double = 0) {

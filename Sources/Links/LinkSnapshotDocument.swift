@@ -93,10 +93,13 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
     public var defaultRoutes: [RouteEntry]
     /// The hint sources that are running (`networkmanager`); empty when none runs.
     public var hintSources: [String]
+    /// The power supply (`on_battery`, `battery_percent`, `battery_state`, `profile`, `sources`); its fields
+    /// are absent when no source says.
+    public var power: PowerFacts
 
     enum CodingKeys: String, CodingKey {
         case at, sequence, links, primary
-        case defaultRoutes = "default_routes", hintSources = "hint_sources"
+        case defaultRoutes = "default_routes", hintSources = "hint_sources", power
     }
 
     /// The document of `snapshot`; `verdict` is the built-in metered verdict of a link and its source
@@ -123,6 +126,7 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
             RouteEntry(family: $0.family.rawValue, link: $0.link, metric: $0.metric, gateway: $0.gateway)
         }
         self.hintSources = snapshot.hintSources
+        self.power = snapshot.power
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -133,5 +137,6 @@ public struct LinkSnapshotDocument: Sendable, Hashable, Encodable {
         try c.encode(primary, forKey: .primary)
         try c.encode(defaultRoutes, forKey: .defaultRoutes)
         try c.encode(hintSources, forKey: .hintSources)
+        try c.encode(power, forKey: .power)
     }
 }

@@ -40,6 +40,10 @@ public struct Scenario: Sendable, Hashable {
         public var connectivity: [String: Connectivity] = [:]
         /// A captive portal's URL set from this step on, by link; "" clears it.
         public var portals: [String: String] = [:]
+        /// The power supply from this step on: on battery or AC, the battery's charge, the power profile.
+        public var onBattery: Bool?
+        public var batteryPercent: Double?
+        public var profile: String?
 
         public init(
             at: Duration, up: [String] = [], down: [String] = [], primary: String? = nil,
@@ -79,10 +83,15 @@ public struct Scenario: Sendable, Hashable {
         var primary: String?
         var connectivity: [String: Connectivity] = [:]
         var portals: [String: String] = [:]
+        var power = PowerFacts.unknown
         var result: [(Duration, LinkSnapshot, String?)] = []
         for (number, step) in steps.enumerated() {
             connectivity.merge(step.connectivity) { $1 }
             portals.merge(step.portals) { $1 }
+            if let value = step.onBattery { power.onBattery = value }
+            if let value = step.batteryPercent { power.batteryPercent = value }
+            if let value = step.profile { power.profile = value }
+            if power != .unknown { power.sources = ["scenario"] }
             upLinks.formUnion(step.up)
             upLinks.subtract(step.down)
             if step.clearsPrimary { primary = nil }
@@ -91,6 +100,7 @@ public struct Scenario: Sendable, Hashable {
             var snapshot = makeSnapshot(
                 up: upLinks, primary: primary, sequence: UInt64(number + 1),
                 at: step.at)
+            snapshot.power = power
             for index in snapshot.links.indices where snapshot.links[index].isUsable {
                 let name = snapshot.links[index].name
                 if let state = connectivity[name] {

@@ -53,6 +53,7 @@ enum LinkSource {
                     // NetworkManager first: its SSID and BSSID win; nl80211 fills them where it does not run.
                     NetworkManagerHints(logger: logger), WirelessHints(logger: logger),
                     NetworkdLeaseHints(logger: logger), ModemManagerHints(logger: logger),
+                    PowerHints(.upower, logger: logger), PowerHints(.powerProfiles, logger: logger),
                 ])
         }
     }

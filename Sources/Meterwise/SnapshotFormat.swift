@@ -45,6 +45,9 @@ enum SnapshotFormat {
             }
         }
         text += "\nprimary uplink: " + (primary.map { "\($0) (*)" } ?? "none")
+        if snapshot.power != .unknown {
+            text += "\npower: \(snapshot.power.summary) (\(snapshot.power.sources.joined(separator: ", ")))"
+        }
         text += "\nhint sources: "
         if let scenario {
             text += "none (replaying \(scenario): links and metered hints are the scenario's)"

@@ -15,6 +15,12 @@ public struct Condition: Sendable, Hashable {
     /// it decides for itself; every other rule that moves bytes waits while the primary is behind a portal,
     /// limited or without a network (`ConnectivityGate`).
     public var connectivity: [Connectivity] = []
+    /// `power: battery` (true) or `power: ac` (false): UPower's OnBattery.
+    public var onBattery: Bool?
+    /// The battery's charge in percent passes the comparison (`battery: "< 30%"`).
+    public var battery: Comparison?
+    /// The power-saver profile is active (`yes`) or not (`no`).
+    public var powerSaver: Bool?
     /// The local time is inside one of these windows.
     public var windows: [TimeWindow] = []
     public var size: Comparison?

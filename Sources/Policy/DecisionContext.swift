@@ -62,9 +62,10 @@ public struct DecisionContext: Sendable {
             of: snapshot, policy: policy, primary: primary, primaryClass: primaryClass)
         self.linkReasons = Self.linkReasons(primary: primary, primaryClass: primaryClass)
 
-        let facts = RuleFacts(
+        var facts = RuleFacts(
             primary: primary, primaryClass: primaryClass, uplinks: uplinks, usage: usage, now: now,
             calendar: calendar)
+        facts.power = snapshot.power
         var states: [RuleState] = []
         var nextChanges: [Date?] = []
         var earliest: Date?

@@ -91,6 +91,19 @@ extension PolicyParser {
             case "link": c.links = globs(v, what: "link", reader: &reader)
             case "roaming": c.roaming = reader.bool(v, what: "roaming")
             case "connectivity": c.connectivity = connectivities(v, reader: &reader)
+            case "power":
+                switch reader.string(v, what: "power") {
+                case "ac"?: c.onBattery = false
+                case "battery"?: c.onBattery = true
+                case let other?: reader.record(v, "unknown power `\(other.prefix(40))`", hint: "`power: ac` or `power: battery`")
+                case nil: break
+                }
+            case "battery":
+                c.battery = comparison(v, what: "battery", reader: &reader, hint: "e.g. `battery: \"< 30%\"`") { text in
+                    let number = text.hasSuffix("%") ? String(text.dropLast()).strippingSpaces() : text
+                    return Int64(number).flatMap { (0...100).contains($0) ? $0 : nil }
+                }
+            case "power_saver": c.powerSaver = reader.bool(v, what: "power_saver")
             case "days":
                 daysNode = v
                 var set: Set<Int> = []

@@ -12,7 +12,7 @@ enum PolicyParser {
     static let ruleKeys = ["name", "when", "action", "throttle", "via", "budget", "before", "enabled"]
     static let whenKeys = [
         "metered", "kind", "labels", "link", "roaming", "days", "time", "size", "priority", "tags",
-        "allow_metered", "allow_roaming", "budget_left", "connectivity",
+        "allow_metered", "allow_roaming", "budget_left", "connectivity", "power", "battery", "power_saver",
     ]
     static let budgetKeys = ["name", "bytes", "period", "resets", "per_user"]
     static let defaultsKeys = ["resume_after", "action", "throttle", "keep_free"]

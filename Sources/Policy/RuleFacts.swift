@@ -9,6 +9,8 @@ struct RuleFacts {
     let primaryClass: NetworkClass?
     let uplinks: [(link: Link, network: NetworkClass)]
     let usage: Usage
+    /// The machine's power supply (`PowerFacts`), for `power`, `battery` and `power_saver`.
+    var power = PowerFacts.unknown
     let now: Date
     let calendar: Calendar
     /// Day of the week (1 = Sunday) and minute of the day, local time.
@@ -43,6 +45,7 @@ struct RuleFacts {
             next = next.map { min($0, date) } ?? date
         }
         testLink(rule.when, into: &state)
+        testPower(rule.when, into: &state)
         later(testWindows(rule.when, into: &state))
         let beforeBudget = state.misses.count
         if let budget = rule.budget {
@@ -109,6 +112,40 @@ struct RuleFacts {
                 network.roaming == roaming, pass: "roaming is \(Self.yesNo(roaming))",
                 miss: "\(name) is \(network.roaming ? "roaming" : "not roaming"), the rule wants roaming: "
                     + Self.yesNo(roaming))
+        }
+    }
+
+    /// The tests on the power supply; an unknown fact never passes (a machine without UPower, without a
+    /// battery), so rules that pause on battery leave such machines alone.
+    func testPower(_ when: Condition, into state: inout DecisionContext.RuleState) {
+        let source = power.sources.isEmpty ? "" : " (\(power.sources.joined(separator: ", ")))"
+        if let wanted = when.onBattery {
+            if let onBattery = power.onBattery {
+                state.test(
+                    onBattery == wanted, pass: "power is \(wanted ? "battery" : "ac")\(source)",
+                    miss: "power is \(onBattery ? "battery" : "ac")\(source), the rule wants \(wanted ? "battery" : "ac")")
+            } else {
+                state.misses.append("the power supply is unknown (no UPower)")
+            }
+        }
+        if let wanted = when.battery {
+            if let percent = power.batteryPercent {
+                let whole = Int64(percent.rounded(.down))
+                state.test(
+                    wanted.matches(whole), pass: "battery \(whole)% is \(wanted)\(source)",
+                    miss: "battery \(whole)% is not \(wanted)\(source)")
+            } else {
+                state.misses.append("there is no battery charge to test (no battery, or no UPower)")
+            }
+        }
+        if let wanted = when.powerSaver {
+            if let saver = power.powerSaver {
+                state.test(
+                    saver == wanted, pass: "power_saver is \(Self.yesNo(wanted))\(source)",
+                    miss: "the power profile is \(power.profile ?? "?")\(source), the rule wants power_saver: \(Self.yesNo(wanted))")
+            } else {
+                state.misses.append("the power profile is unknown (no power-profiles-daemon)")
+            }
         }
     }
 

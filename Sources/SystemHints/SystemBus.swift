@@ -11,11 +11,14 @@ enum BusValue: Equatable {
     case bool(Bool)
     case bytes([UInt8])
     case strings([String])
+    case double(Double)
 
     var uint32: UInt32? { if case .uint32(let v) = self { v } else { nil } }
     var string: String? { if case .string(let v) = self { v } else { nil } }
     var bytes: [UInt8]? { if case .bytes(let v) = self { v } else { nil } }
     var strings: [String]? { if case .strings(let v) = self { v } else { nil } }
+    var double: Double? { if case .double(let v) = self { v } else { nil } }
+    var bool: Bool? { if case .bool(let v) = self { v } else { nil } }
 }
 
 /// An error of the bus: what failed and the errno-style code sd-bus returned.
@@ -221,6 +224,11 @@ final class SystemBus {
             r = sd_bus_message_read_basic(message, Self.type("u"), &value)
             guard r > 0 else { break }
             return .uint32(value)
+        case "d":
+            var value: Double = 0
+            r = sd_bus_message_read_basic(message, Self.type("d"), &value)
+            guard r > 0 else { break }
+            return .double(value)
         case "b":
             var value: Int32 = 0
             r = sd_bus_message_read_basic(message, Self.type("b"), &value)

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 @Suite struct ScenarioTests {
-    @Test(arguments: ["commute", "hotspot", "flapping", "dual-uplink", "dock", "hotel"])
+    @Test(arguments: ["commute", "hotspot", "flapping", "dual-uplink", "dock", "hotel", "unplugged"])
     func shippedScenariosParse(name: String) throws {
         let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
         #expect(scenario.name == name)
@@ -27,6 +27,15 @@ import Testing
         #expect(states.map(\.0) == [.full, .portal, .full])
         #expect(states.map(\.1) == [nil, "http://10.20.0.1/login", nil])
         #expect(scenario.timeline()[1].snapshot.primary?.connectivitySource == "scenario")
+    }
+
+    @Test func unpluggedSetsThePowerSupply() throws {
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/unplugged.yaml"))
+        let power = scenario.timeline().map(\.snapshot.power)
+        #expect(power.map(\.onBattery) == [false, true, true, false, false])
+        #expect(power.map(\.batteryPercent) == [64, 31, 18, 19, 19])
+        #expect(power.map(\.profile) == ["balanced", "balanced", "balanced", "power-saver", "balanced"])
+        #expect(power.allSatisfy { $0.sources == ["scenario"] })
     }
 
     @Test func flappingToggles() throws {
@@ -64,6 +73,8 @@ import Testing
             "unknown connectivity"
         ),
         ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, portal: { wlan0: ftp://x } }\n", "t.yaml:4:"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, battery: 140% }\n", "from 0 to 100"),
+        ("links:\n  wlan0: { kind: wlan }\nsteps:\n  - { at: 0s, power: mains }\n", "unknown power"),
     ]
 
     @Test(arguments: badFiles)

@@ -56,6 +56,45 @@ import Testing
         #expect(try decide("laptop.yaml", Fixtures.onWifi).rule == "unmetered")
     }
 
+    /// Large files wait on battery below 30 % or in power-saver; AC, a fuller battery, a small file, or a
+    /// machine whose power nobody reports (an edge device) go on (issue 25, part 3).
+    @Test func laptopLargeFilesWaitOnLowBatteryOrPowerSaver() throws {
+        func wifi(_ power: PowerFacts) -> LinkSnapshot {
+            var snapshot = Fixtures.onWifi
+            snapshot.power = power
+            return snapshot
+        }
+        let low = wifi(PowerFacts(onBattery: true, batteryPercent: 18, batteryState: "discharging", sources: ["upower"]))
+        let paused = try decide("laptop.yaml", low)
+        #expect(paused.action == .pause)
+        #expect(paused.rule == "large-files-on-low-battery")
+        #expect(paused.reasons.first == "rule `large-files-on-low-battery` matched: power is battery (upower), battery 18% is < 30% (upower), size 700.0 MiB is > 100MiB" || paused.reasons.first?.contains("battery 18% is < 30% (upower)") == true, "\(paused.reasons)")
+        #expect(try decide("laptop.yaml", low, size: 50 << 20).rule == "unmetered")
+        #expect(try decide("laptop.yaml", wifi(PowerFacts(onBattery: true, batteryPercent: 30))).rule == "unmetered")
+        #expect(try decide("laptop.yaml", wifi(PowerFacts(onBattery: false, batteryPercent: 18))).rule == "unmetered")
+        let saver = try decide("laptop.yaml", wifi(PowerFacts(onBattery: false, profile: "power-saver")))
+        #expect(saver.rule == "large-files-in-power-saver")
+        #expect(try decide("laptop.yaml", wifi(PowerFacts(profile: "balanced"))).rule == "unmetered")
+        // Nobody reports power: nothing is held.
+        #expect(try decide("laptop.yaml", Fixtures.onWifi).rule == "unmetered")
+        let explained = try PolicySet.load(path: Self.root + "/laptop.yaml").explain(
+            job: JobInfo(size: 700 << 20), snapshot: Fixtures.onWifi, usage: Usage(), now: Fixtures.noon,
+            timeZone: Fixtures.berlin)
+        #expect(explained.misses.first?.why.first == "the power supply is unknown (no UPower)")
+    }
+
+    @Test func powerTestsParseAndRefuseNonsense() throws {
+        let policy = try Fixtures.policy(
+            "rules:\n  - { name: r, when: { power: ac, battery: \">= 50%\", power_saver: no }, action: run }\n")
+        #expect(policy.rules[0].when.onBattery == false)
+        #expect(policy.rules[0].when.battery?.matches(50) == true && policy.rules[0].when.battery?.matches(49) == false)
+        #expect(policy.rules[0].when.powerSaver == false)
+        for bad in ["power: mains", "battery: \"< 130%\"", "battery: low", "power_saver: maybe"] {
+            let issues = Fixtures.issues("rules:\n  - name: r\n    when: { \(bad) }\n    action: run\n")
+            #expect(issues.contains { $0.line == 3 }, "\(bad): \(issues)")
+        }
+    }
+
     @Test func edgeDeviceCellularAtNightWithinBudgetEthernetAlways() throws {
         let eth = Fixtures.snapshot([Fixtures.eth, Fixtures.wwan], primary: "eth0")
         #expect(try decide("edge-device.yaml", eth, at: "2026-11-18T12:00:00Z").action == .run)
