@@ -233,7 +233,7 @@ let package = Package(
         .testTarget(
             name: "EngineTests",
             dependencies: [
-                "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport", "RangeServer",
+                "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport", "RangeServer", "SystemHints",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

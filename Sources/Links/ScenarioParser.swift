@@ -5,7 +5,9 @@ import Yams
 public enum ScenarioParser {
     static let topKeys = ["name", "description", "links", "steps", "end"]
     static let linkKeys = ["kind", "ssid", "metered", "addresses", "driver"]
-    static let stepKeys = ["at", "up", "down", "primary", "note", "connectivity", "portal", "power", "battery", "profile"]
+    static let stepKeys = [
+        "at", "up", "down", "primary", "note", "connectivity", "portal", "power", "battery", "profile",
+    ]
     /// The latest instant a scenario may name (`at:`, `end:`): a week of simulated time; replayed faster or
     /// slower (`--speed`), it still fits a `Duration` many times over.
     public static let maxTime = Cap<Duration>(.seconds(7 * 86_400), "7d")
@@ -164,7 +166,8 @@ public enum ScenarioParser {
                     case "ac"?: step.onBattery = false
                     case "battery"?: step.onBattery = true
                     case let other?:
-                        reader.record(value, "unknown power `\(other.prefix(40))`", hint: "`power: ac` or `power: battery`")
+                        reader.record(
+                            value, "unknown power `\(other.prefix(40))`", hint: "`power: ac` or `power: battery`")
                     case nil: break
                     }
                 case "battery":
@@ -173,7 +176,9 @@ public enum ScenarioParser {
                         if let percent = Double(number), percent.isFinite, (0...100).contains(percent) {
                             step.batteryPercent = percent
                         } else {
-                            reader.record(value, "battery must be a percentage from 0 to 100, not `\(text.prefix(40))`", hint: "e.g. `battery: 18%`")
+                            reader.record(
+                                value, "battery must be a percentage from 0 to 100, not `\(text.prefix(40))`",
+                                hint: "e.g. `battery: 18%`")
                         }
                     }
                 case "profile":
@@ -181,7 +186,9 @@ public enum ScenarioParser {
                         if ["power-saver", "balanced", "performance"].contains(text) {
                             step.profile = text
                         } else {
-                            reader.record(value, "unknown power profile `\(text.prefix(40))`", hint: "power-saver, balanced or performance")
+                            reader.record(
+                                value, "unknown power profile `\(text.prefix(40))`",
+                                hint: "power-saver, balanced or performance")
                         }
                     }
                 case "portal":

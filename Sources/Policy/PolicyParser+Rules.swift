@@ -95,7 +95,8 @@ extension PolicyParser {
                 switch reader.string(v, what: "power") {
                 case "ac"?: c.onBattery = false
                 case "battery"?: c.onBattery = true
-                case let other?: reader.record(v, "unknown power `\(other.prefix(40))`", hint: "`power: ac` or `power: battery`")
+                case let other?:
+                    reader.record(v, "unknown power `\(other.prefix(40))`", hint: "`power: ac` or `power: battery`")
                 case nil: break
                 }
             case "battery":

@@ -123,7 +123,9 @@ struct RuleFacts {
             if let onBattery = power.onBattery {
                 state.test(
                     onBattery == wanted, pass: "power is \(wanted ? "battery" : "ac")\(source)",
-                    miss: "power is \(onBattery ? "battery" : "ac")\(source), the rule wants \(wanted ? "battery" : "ac")")
+                    miss:
+                        "power is \(onBattery ? "battery" : "ac")\(source), the rule wants \(wanted ? "battery" : "ac")"
+                )
             } else {
                 state.misses.append("the power supply is unknown (no UPower)")
             }
@@ -142,7 +144,9 @@ struct RuleFacts {
             if let saver = power.powerSaver {
                 state.test(
                     saver == wanted, pass: "power_saver is \(Self.yesNo(wanted))\(source)",
-                    miss: "the power profile is \(power.profile ?? "?")\(source), the rule wants power_saver: \(Self.yesNo(wanted))")
+                    miss:
+                        "the power profile is \(power.profile ?? "?")\(source), the rule wants power_saver: \(Self.yesNo(wanted))"
+                )
             } else {
                 state.misses.append("the power profile is unknown (no power-profiles-daemon)")
             }

@@ -33,6 +33,8 @@ public enum TestNeeds {
     public static let lighttpdUnavailable: String? = Lighttpd.unavailableReason
     /// Why tests against Apache httpd cannot run here, or nil when they can.
     public static let apacheUnavailable: String? = Apache.unavailableReason
+    /// Why python3-dbusmock's UPower and power-profiles-daemon cannot run here.
+    public static let powerMockUnavailable: String? = PowerMock.unavailableReason
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -86,6 +88,13 @@ extension Trait where Self == ConditionTrait {
     /// Needs squid, Debian's caching proxy, with its stock access rules.
     public static var needsSquid: Self {
         .enabled(if: TestNeeds.squidUnavailable == nil, Comment(rawValue: "squid: \(TestNeeds.squidUnavailable ?? "")"))
+    }
+
+    /// Needs python3-dbusmock (UPower, power-profiles-daemon on a private bus).
+    public static var needsPowerMock: Self {
+        .enabled(
+            if: TestNeeds.powerMockUnavailable == nil,
+            Comment(rawValue: "dbusmock: \(TestNeeds.powerMockUnavailable ?? "")"))
     }
 
     /// Needs lighttpd.

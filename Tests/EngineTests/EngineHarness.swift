@@ -24,7 +24,7 @@ final class EngineHarness: Sendable {
     init(
         policy: String, size: Int64 = 8 << 20, bytesPerSecond: Int? = 4 << 20, now: Date = Date(),
         timeZone: TimeZone = TimeZone(identifier: "UTC")!, faults: [RangeFault] = [], httpClient: HTTPClient? = nil,
-        tune: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }
+        hints: [any LinkHintSource] = [], tune: @escaping @Sendable (inout DownloadRequest) -> Void = { _ in }
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mw-engine-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -33,7 +33,8 @@ final class EngineHarness: Sendable {
             faults: (bytesPerSecond.map { [.throttle(bytesPerSecond: $0)] } ?? []) + faults)
         let store = try JobStore(path: directory.appendingPathComponent("jobs.sqlite").path)
         engine = try Engine(
-            policy: try PolicySet.parse(files: [(name: "test.yaml", text: policy)]), store: store, monitor: monitor,
+            policy: try PolicySet.parse(files: [(name: "test.yaml", text: policy)]), store: store,
+            monitor: hints.isEmpty ? monitor : HintedLinkMonitor(base: monitor, sources: hints),
             clock: clock, now: now,
             configuration: EngineConfiguration(
                 canBind: false, timeZone: timeZone, httpClient: httpClient,
