@@ -22,7 +22,8 @@ struct GetCommand: AsyncParsableCommand {
             SIGINT and SIGTERM pause: the checkpoint is flushed and the exit code is 130 or 143. \
             Exit codes: 0 done, 64 usage, 65 sha256 mismatch, 69 server or network failure, \
             73 output exists (use --force), 74 file system error, over --max-size or not enough free space, \
-            75 another download writes the same output, 77 a file there is not yours, 130/143 paused by a signal, \
+            75 another download writes the same output, 76 a captive portal or proxy answered instead of the server \
+            (nothing written, the partial kept), 77 a file there is not yours, 130/143 paused by a signal, \
             60 a TLS certificate failure (untrusted, expired, wrong host, client certificate), \
             66 a --cacert/--capath/--cert/--key file cannot be used. \
             Proxies: https_proxy, http_proxy, all_proxy and no_proxy as curl reads them, or --proxy / --no-proxy.

@@ -100,7 +100,8 @@ struct InterceptionTests {
 
     @Test func aWholeAnswerWithThePartialsOwnValidatorsIsTheObject() {
         let same = ResponseHead(
-            status: 200, etag: Self.etag, lastModified: Self.date, contentLength: Self.total, contentType: "text/html")
+            status: 200, etag: Self.etag, lastModified: Self.date, contentLength: Self.total,
+            contentType: "application/octet-stream")
         #expect(
             classify(same, path: Self.path(to: "http://mirror.example/f.bin", redirects: 1))
                 == .restart(.rangeIgnored))
@@ -130,6 +131,48 @@ struct InterceptionTests {
                 file, ask: RangeAsk(start: 0), known: nil, hasLocalData: false,
                 path: AnswerPath(requested: "http://h/f.bin", answered: "http://cdn/x", redirects: 1, source: nil))
                 == .body(offset: 0, length: 10, total: 10, validators: Validators(etag: nil, lastModified: nil)))
+    }
+
+    /// What the attack on the release binary found: a page or a tiny answer wearing the object's own
+    /// validators, a 412 or 416 from where a redirect led, a validator-less 206 from there; and a directory's
+    /// redirect to its `/` page on a first download is not a portal.
+    @Test func disguisesAreSeenThrough() {
+        let fakePage = ResponseHead(
+            status: 200, etag: Self.etag, lastModified: Self.date, contentLength: 18, contentType: "text/html")
+        #expect(signs(classify(fakePage)) == [.page, .tiny])
+        let fakeTiny = ResponseHead(
+            status: 200, etag: Self.etag, lastModified: Self.date, contentLength: 100,
+            contentType: "application/octet-stream")
+        #expect(signs(classify(fakeTiny)) == [.tiny])
+        let wrongLength = ResponseHead(
+            status: 200, etag: Self.etag, lastModified: Self.date, contentLength: Self.total / 2,
+            contentType: "application/octet-stream")
+        #expect(signs(classify(wrongLength)) == [.lengthContradicts])
+        let elsewhere = Self.path(to: "http://portal.example/x", redirects: 1)
+        #expect(
+            signs(classify(ResponseHead(status: 412, contentType: "text/html"), path: elsewhere)) == [
+                .refusalFromElsewhere
+            ])
+        #expect(
+            signs(classify(ResponseHead(status: 416, contentRange: "bytes */18"), path: elsewhere))
+                == [.refusalFromElsewhere])
+        let junk = ResponseHead(
+            status: 206, contentRange: "bytes \(22 << 20)-\(Self.total - 1)/\(Self.total)",
+            contentType: "application/octet-stream")
+        #expect(signs(classify(junk, path: elsewhere)) == [.noValidator])
+        // In place, the same answers keep their old meaning.
+        #expect(classify(ResponseHead(status: 412, contentType: "text/html")) == .restart(.preconditionFailed))
+        #expect(classify(junk) == .restart(.objectChanged))
+        // A directory's redirect to its page, on a first download.
+        let docs = ResponseClassifier.classify(
+            Self.page(status: 200), ask: RangeAsk(start: 0), known: nil, hasLocalData: false,
+            path: AnswerPath(requested: "http://h/docs", answered: "http://h/docs/", redirects: 1, source: nil))
+        #expect(signs(docs) == nil)
+        #expect(Interception.namesPage("http://h/x.html;jsessionid=1"))
+        #expect(!Interception.hasExtension("http://h/v1.2") && Interception.hasExtension("http://h/a.tar.gz"))
+        guard case .intercepted(let i) = classify(fakePage) else { return }
+        #expect(i.message(partial: false).contains("no file was created"))
+        #expect(!i.message(partial: false).contains("partial"))
     }
 
     @Test func pathsAndNames() {

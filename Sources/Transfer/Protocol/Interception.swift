@@ -49,6 +49,11 @@ public struct Interception: Sendable, Equatable, Error {
         case noValidator = "an answer without the object's validator"
         /// A 200 to a range request whose length is a tiny fraction of the object's.
         case tiny = "an answer a tiny fraction of the object's size"
+        /// A whole answer with the object's validators but another length: no origin sends that.
+        case lengthContradicts = "an answer whose length contradicts the object's validators"
+        /// A precondition failure (412) or an unsatisfiable range (416) from where a redirect led, not from the
+        /// server the bytes came from.
+        case refusalFromElsewhere = "a refusal from where a redirect led, not from the object's server"
     }
 
     /// The status of the answer.
@@ -88,7 +93,7 @@ public struct Interception: Sendable, Equatable, Error {
         guard let slash = rest.firstIndex(of: "/") else { return true }
         let path = rest[slash...]
         if path.hasSuffix("/") { return true }
-        let name = path.split(separator: "/").last.map(String.init) ?? ""
+        guard let name = lastName(place) else { return false }
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
         return pageExtensions.contains(name[name.index(after: dot)...].lowercased())
     }
@@ -104,52 +109,80 @@ public struct Interception: Sendable, Equatable, Error {
     ///
     /// - A 511 always is.
     /// - A 200 or 206 with an HTML page is when the object is known not to be HTML, or, before anything is
-    ///   known, when the URL names a file (`namesPage`) and the page answered in place with an extension
-    ///   there or came through a redirect.
-    /// - A 200 to a range request (local data to continue) that does not carry the partial's validators is
-    ///   when it came through a redirect to another place, lacks a validator kind the partial has, or is a
-    ///   tiny fraction of the known size. A 200 with the partial's own validators is the object, whose server
-    ///   ignores ranges, never an interception.
+    ///   known, when neither the URL asked nor the one that answered names a page (`namesPage`) and the page
+    ///   answered in place where the URL has an extension, or came through a redirect.
+    /// - A 200 to a range request (local data to continue) is when it came through a redirect to another
+    ///   place, lacks a validator kind the partial has, is a tiny fraction of the known size, or carries the
+    ///   partial's validators with another length. A 200 with the partial's own validators and a length that
+    ///   fits is the object, whose server ignores ranges, never an interception.
+    /// - A 206, 412 or 416 from another place than the bytes came from is when it lacks the partial's
+    ///   validator kinds (206) or at all (412, 416): only the object's own server may say it changed.
     public static func detect(
         _ head: ResponseHead, ask: RangeAsk, known: KnownObject?, hasLocalData: Bool, path: AnswerPath
     ) -> Interception? {
         let away = path.ledElsewhere
+        let resuming = hasLocalData || ask.start > 0
         var signs: [Sign] = []
         if head.status == 511 { signs.append(.portalStatus) }
         if head.status == 200 || head.status == 206 || head.status == 511, isHTML(head.contentType) {
             if let knownType = known?.contentType {
                 if !isHTML(knownType) { signs.append(.page) }
-            } else if !namesPage(path.requested), away || hasExtension(path.requested) || hasLocalData {
+            } else if !namesPage(path.requested), !namesPage(path.answered),
+                away || hasExtension(path.requested) || hasLocalData
+            {
                 signs.append(.page)
             }
         }
-        if head.status == 200, hasLocalData || ask.start > 0, let known, !known.validators.isEmpty,
-            !known.validators.matches(head.validators)
-        {
-            if path.ledElsewhere { signs.append(.redirectedAway) }
+        if let known, !known.validators.isEmpty, resuming {
+            let own = known.validators.matches(head.validators)
             let theirs = head.validators
-            if (known.validators.etag != nil && theirs.etag == nil)
+            let lacking =
+                (known.validators.etag != nil && theirs.etag == nil)
                 || (known.validators.lastModified != nil && theirs.lastModified == nil)
-            {
-                signs.append(.noValidator)
-            }
-            if let total = known.total, let length = head.contentLength, isTiny(length, of: total) {
-                signs.append(.tiny)
+            switch head.status {
+            case 200:
+                if own {
+                    if let total = known.total, let length = head.contentLength, length != total {
+                        signs.append(isTiny(length, of: total) ? .tiny : .lengthContradicts)
+                    }
+                } else {
+                    if away { signs.append(.redirectedAway) }
+                    if lacking { signs.append(.noValidator) }
+                    if let total = known.total, let length = head.contentLength, isTiny(length, of: total) {
+                        signs.append(.tiny)
+                    }
+                }
+            case 206:
+                if away && lacking { signs.append(.noValidator) }
+            case 412, 416:
+                if away { signs.append(.refusalFromElsewhere) }
+            default:
+                break
             }
         }
         guard !signs.isEmpty else { return nil }
         return Interception(
             status: head.status, signs: signs,
-            redirectedTo: path.redirects > 0 ? RedactedURL.redact(path.answered) : nil,
+            redirectedTo: path.redirects > 0 ? String(RedactedURL.redact(path.answered).prefix(300)) : nil,
             contentType: head.contentType, length: head.contentLength)
     }
 
-    /// Whether the URL's last path segment has an extension.
-    static func hasExtension(_ url: String) -> Bool {
+    /// The last path segment of a URL (scheme and authority aside), path parameters (`;jsessionid=…`) left
+    /// out; nil when the path is empty.
+    static func lastName(_ url: String) -> String? {
         let place = AnswerPath.place(url)
-        guard let name = place.split(separator: "/").last, place.split(separator: "/").count > 2 else { return false }
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
-        return name.index(after: dot) != name.endIndex
+        guard let scheme = place.range(of: "://") else { return nil }
+        let rest = place[scheme.upperBound...]
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        guard let name = rest[slash...].split(separator: "/").last else { return nil }
+        return String(name.prefix { $0 != ";" })
+    }
+
+    /// Whether the URL's last path segment has an extension: a dot followed by something with a letter
+    /// (`f.bin`, `x.tar.gz`; not `v1.2`).
+    static func hasExtension(_ url: String) -> Bool {
+        guard let name = lastName(url), let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+        return name[name.index(after: dot)...].contains { $0.isLetter }
     }
 
     /// The sentence `get` prints and a daemon job waits with.
@@ -159,12 +192,15 @@ public struct Interception: Sendable, Equatable, Error {
     }
 
     /// The whole message: what came, what was kept, what to do.
-    public var message: String {
+    public var message: String { message(partial: true) }
+
+    /// The message for a download that had a partial (`partial`) or none yet.
+    public func message(partial: Bool) -> String {
         var what = "HTTP \(status)"
         if let contentType { what += " \(contentType.split(separator: ";").first ?? "")" }
         if let length { what += ", \(length) bytes" }
         let signsText = signs.map(\.rawValue).joined(separator: "; ")
         return
-            "\(reason.prefix(1).uppercased())\(reason.dropFirst()): \(what); \(signsText). Nothing of it was written; the partial file and its checkpoint are kept as they were. Sign in to the network (open any http:// page in a browser), then run the same command again to resume."
+            "\(reason.prefix(1).uppercased())\(reason.dropFirst()): \(what); \(signsText). Nothing of it was written\(partial ? "; the partial file and its checkpoint are kept as they were" : ", and no file was created"). Sign in to the network (open any http:// page in a browser), then run the same command again\(partial ? " to resume" : "")."
     }
 }

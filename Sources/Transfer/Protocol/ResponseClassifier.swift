@@ -153,13 +153,8 @@ public enum ResponseClassifier {
     ) -> ResponseDecision {
         if let problem = sizeProblem(head) { return .fail(problem) }
         let answerPath = path ?? AnswerPath(requested: "", answered: "", redirects: 0, source: known?.source)
-        // A 200 carrying the partial's own validators is the object (its server ignores ranges), whatever else.
-        let ownValidators =
-            head.status == 200
-            && known.map { !$0.validators.isEmpty && $0.validators.matches(head.validators) } ?? false
-        if !ownValidators,
-            let interception = Interception.detect(
-                head, ask: ask, known: known, hasLocalData: hasLocalData, path: answerPath)
+        if let interception = Interception.detect(
+            head, ask: ask, known: known, hasLocalData: hasLocalData, path: answerPath)
         {
             return .intercepted(interception)
         }

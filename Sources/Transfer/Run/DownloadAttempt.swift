@@ -206,7 +206,9 @@ extension DownloadRun {
                 // Not the server: a wait for the daemon (the engine wakes it at any link change), the end for
                 // `get`. Either way the partial stays as it is.
                 guard request.waitOutInterception else {
-                    return .failed(TransferError(.intercepted, interception.message, cause: interception))
+                    let partial = board.counters.done > 0
+                    return .failed(
+                        TransferError(.intercepted, interception.message(partial: partial), cause: interception))
                 }
                 if Task.isCancelled || board.isDraining { return .ended }
                 attempt += 1
