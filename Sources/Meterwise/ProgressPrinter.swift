@@ -95,8 +95,9 @@ final class ProgressPrinter: Sendable {
                 guard due(every: 0.1) else { return false }
                 write("\r\u{1B}[K" + bar(p), stdout: false)
                 last.withLock { $0.barShown = true }
-            } else if p.activeSegments > 0 || p.bytesPerSecond >= 1, due(every: 1) {
-                // Nothing transferring (waiting to retry, the retry lines say why): no line of zeros.
+            } else if (p.activeSegments > 0 && p.bytesFetched > 0) || p.bytesPerSecond >= 1, due(every: 1) {
+                // Nothing transferring (waiting to retry, the retry lines say why; a request still connecting):
+                // no line of zeros.
                 line(summary(p))
             }
         case .restarted(let reason):
