@@ -35,78 +35,20 @@ import Testing
             }, "the user's connection.metered no did not turn the decision to run")
     }
 
-    @Test func daemonPausesWhenNetworkManagerSaysMeteredAndCompletesAfter() async throws {
-        let lab = try await NetworkManagerLab.start()
-        defer { lab.teardown() }
-        try lab.setMetered("no")
+    /// A `serve` of `size` at `rate` per response on the access point, a daemon on the lab's device with the
+    /// default policy, and a job for the served file; `body` gets the served file, the job's status (`status
+    /// --json`'s `job`) and when the daemon started.
+    func withDaemonJob(
+        _ lab: NetworkManagerLab, size: String, rate: String,
+        _ body: (_ info: LabRun.Served, _ job: () -> [String: Any], _ started: ContinuousClock.Instant) async throws
+            -> Void
+    ) async throws {
         let directory = URL(fileURLWithPath: lab.directory + "/daemon")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("d.sock").path
         let server = [
             "ip", "netns", "exec", lab.accessPoint.name, RepoPaths.binary, "serve", "--host", lab.gateway,
-            "--port", "8080", "--size", "12MiB", "--rate", "1MiB/s",
-        ]
-        _ = try await ChildProcess.run(server) { server in
-            var served: LabRun.Served?
-            for await line in server.lines {
-                served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
-                if served != nil { break }
-            }
-            let info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
-            let daemon = lab.onDevice([
-                RepoPaths.binary, "daemon", "--state", directory.appendingPathComponent("state").path,
-                "--socket", socket, "--policy", RepoPaths.file("policies/default.yaml"),
-            ])
-            _ = try await ChildProcess.run(daemon) { daemon in
-                #expect(await eventually { FileManager.default.fileExists(atPath: socket) }, "\(daemon.stderrText)")
-                let output = directory.appendingPathComponent("file.bin").path
-                let add = try BinaryRun.run([
-                    "add", info.url, "-o", output, "--sha256", info.sha256, "--json",
-                    "--socket", socket,
-                ])
-                let id = try #require(
-                    ((try? JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
-                        as? [String: Any])?["id"] as? String, "\(add.stdout) \(add.stderr)")
-                func job() -> [String: Any] {
-                    let status = try? BinaryRun.run(["status", id, "--json", "--socket", socket])
-                    let object =
-                        status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) }
-                        as? [String: Any]
-                    return (object?["job"] as? [String: Any]) ?? [:]
-                }
-                #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
-                // NetworkManager marks the link metered; the kernel sees no change at all.
-                try lab.setMetered("yes")
-                #expect(await eventually { job()["state"] as? String == "waiting" }, "not paused: \(job())")
-                #expect((job()["reason"] as? String ?? "").contains("networkmanager: yes"), "\(job())")
-                let held = job()["bytes_done"] as? Int ?? 0
-                #expect(held < 12 << 20)
-                try lab.setMetered("no")
-                #expect(
-                    await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
-                    "did not complete: \(job())")
-                #expect(job()["sha256"] as? String == info.sha256)
-                daemon.terminate()
-                await daemon.outputEnded()
-            }
-            server.terminate()
-        }
-    }
-
-    /// NetworkManager's connectivity check finds a captive portal (its check URL redirected to a sign-in
-    /// page): the running job stops within a second of NetworkManager saying so, naming the portal and the
-    /// source; `links` shows it; NetworkManager says full again: the job resumes within a second and completes.
-    @Test func daemonWaitsBehindACaptivePortalAndResumesWhenSignedIn() async throws {
-        let lab = try await NetworkManagerLab.start(connectivityCheck: true)
-        defer { lab.teardown() }
-        try lab.setMetered("no")
-        #expect(try lab.checkConnectivity() == "full")
-        let directory = URL(fileURLWithPath: lab.directory + "/daemon")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let socket = directory.appendingPathComponent("d.sock").path
-        let server = [
-            "ip", "netns", "exec", lab.accessPoint.name, RepoPaths.binary, "serve", "--host", lab.gateway,
-            "--port", "8080", "--size", "24MiB", "--rate", "512KiB/s",
+            "--port", "8080", "--size", size, "--rate", rate,
         ]
         _ = try await ChildProcess.run(server) { server in
             var served: LabRun.Served?
@@ -136,38 +78,70 @@ import Testing
                         as? [String: Any]
                     return (object?["job"] as? [String: Any]) ?? [:]
                 }
-                #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
-                // Past the policy's 5 s hysteresis since the daemon's first snapshot: the resume below is then
-                // held by nothing but NetworkManager's word.
-                try await Task.sleep(until: started + .seconds(6))
-                try lab.setPortal(true)
-                #expect(try lab.checkConnectivity() == "portal")
-                let said = ContinuousClock.now
-                #expect(await eventually(timeout: .seconds(5)) { job()["state"] as? String == "waiting" }, "\(job())")
-                let paused = ContinuousClock.now - said
-                #expect(paused < .seconds(1), "paused \(paused) after NetworkManager said portal")
-                let reason = job()["reason"] as? String ?? ""
-                #expect(reason.contains("captive portal on wlan0") && reason.contains("networkmanager"), "\(reason)")
-                let links = try run(lab, ["links", "--json"])
-                #expect(links.stdout.contains("\"connectivity\":\"portal\""), "\(links.stdout)")
-                let held = job()["bytes_done"] as? Int ?? 0
-                #expect(held < 24 << 20)
-
-                try lab.setPortal(false)
-                #expect(try lab.checkConnectivity() == "full")
-                let full = ContinuousClock.now
-                #expect(await eventually(timeout: .seconds(5)) { job()["state"] as? String == "running" }, "\(job())")
-                let resumed = ContinuousClock.now - full
-                #expect(resumed < .seconds(1), "resumed \(resumed) after NetworkManager said full")
-                #expect(
-                    await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
-                    "did not complete: \(job())")
-                #expect(job()["sha256"] as? String == info.sha256)
-                #expect(job()["refetched_bytes"] as? Int == 0)
+                try await body(info, job, started)
                 daemon.terminate()
                 await daemon.outputEnded()
             }
             server.terminate()
+        }
+    }
+
+    @Test func daemonPausesWhenNetworkManagerSaysMeteredAndCompletesAfter() async throws {
+        let lab = try await NetworkManagerLab.start()
+        defer { lab.teardown() }
+        try lab.setMetered("no")
+        try await withDaemonJob(lab, size: "12MiB", rate: "1MiB/s") { info, job, _ in
+            #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
+            // NetworkManager marks the link metered; the kernel sees no change at all.
+            try lab.setMetered("yes")
+            #expect(await eventually { job()["state"] as? String == "waiting" }, "not paused: \(job())")
+            #expect((job()["reason"] as? String ?? "").contains("networkmanager: yes"), "\(job())")
+            let held = job()["bytes_done"] as? Int ?? 0
+            #expect(held < 12 << 20)
+            try lab.setMetered("no")
+            #expect(
+                await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
+                "did not complete: \(job())")
+            #expect(job()["sha256"] as? String == info.sha256)
+        }
+    }
+
+    /// NetworkManager's connectivity check finds a captive portal (its check URL redirected to a sign-in
+    /// page): the running job stops within a second of NetworkManager saying so, naming the portal and the
+    /// source; `links` shows it; NetworkManager says full again: the job resumes within a second and completes.
+    @Test func daemonWaitsBehindACaptivePortalAndResumesWhenSignedIn() async throws {
+        let lab = try await NetworkManagerLab.start(connectivityCheck: true)
+        defer { lab.teardown() }
+        try lab.setMetered("no")
+        #expect(try lab.checkConnectivity() == "full")
+        try await withDaemonJob(lab, size: "24MiB", rate: "512KiB/s") { info, job, started in
+            #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
+            // Past the policy's 5 s hysteresis since the daemon's first snapshot: the resume below is then held
+            // by nothing but NetworkManager's word.
+            try await Task.sleep(until: started + .seconds(6))
+            try lab.setPortal(true)
+            #expect(try lab.checkConnectivity() == "portal")
+            let said = ContinuousClock.now
+            #expect(await eventually(timeout: .seconds(5)) { job()["state"] as? String == "waiting" }, "\(job())")
+            let paused = ContinuousClock.now - said
+            #expect(paused < .seconds(1), "paused \(paused) after NetworkManager said portal")
+            let reason = job()["reason"] as? String ?? ""
+            #expect(reason.contains("captive portal on wlan0") && reason.contains("networkmanager"), "\(reason)")
+            let links = try run(lab, ["links", "--json"])
+            #expect(links.stdout.contains("\"connectivity\":\"portal\""), "\(links.stdout)")
+            #expect((job()["bytes_done"] as? Int ?? 0) < 24 << 20)
+
+            try lab.setPortal(false)
+            #expect(try lab.checkConnectivity() == "full")
+            let full = ContinuousClock.now
+            #expect(await eventually(timeout: .seconds(5)) { job()["state"] as? String == "running" }, "\(job())")
+            let resumed = ContinuousClock.now - full
+            #expect(resumed < .seconds(1), "resumed \(resumed) after NetworkManager said full")
+            #expect(
+                await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
+                "did not complete: \(job())")
+            #expect(job()["sha256"] as? String == info.sha256)
+            #expect(job()["refetched_bytes"] as? Int == 0)
         }
     }
 }
