@@ -9,13 +9,13 @@ import Testing
 
 /// `keep_free` (issue 25, part 4): on a 64 MiB tmpfs that keeps 16 MiB free, two 40 MiB jobs: one completes,
 /// the other waits with the numbers and never meets ENOSPC; once the first file is removed, it completes.
-@Suite(.serialized, .needsRoot) struct KeepFreeTests {
+@Suite(.serialized) struct KeepFreeTests {
     static let policy = """
         version: 1
         defaults: { resume_after: 1s, action: run, keep_free: 16MiB }
         """
 
-    @Test func aSecondJobWaitsForSpaceAndNeverFailsWithENOSPC() async throws {
+    @Test(.needsRoot) func aSecondJobWaitsForSpaceAndNeverFailsWithENOSPC() async throws {
         let mount = FileManager.default.temporaryDirectory.appendingPathComponent("mw-keepfree-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: mount, withIntermediateDirectories: true)
         try Command.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mount.path])
