@@ -417,6 +417,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
                     jobs[id]!.record.reason = said
                     events.publish(.decision(job: id, decision))
                 }
+            } else if moving, jobs[id]!.record.reason?.contains("; statvfs)") == true {
+                // The space is there again: the job says its policy's reason, not the old wait.
+                jobs[id]!.record.reason = reason
+                events.publish(.decision(job: id, decision))
             }
             if moving { spaceWake = clock.now.advanced(by: Self.spaceRecheck) }
         }

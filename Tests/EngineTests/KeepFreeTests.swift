@@ -45,6 +45,8 @@ import Testing
             #expect(try await h.state(second.id) == .waiting)
             try FileManager.default.removeItem(atPath: mount.path + "/a.bin")
             h.clock.advance(by: .seconds(3))
+            #expect(try await h.until(timeout: .seconds(30)) { try await h.state(second.id) != .waiting })
+            #expect(!(try await h.engine.status(second.id).job.reason ?? "").contains("statvfs"))
             #expect(try await h.until(timeout: .seconds(30)) { try await h.state(second.id) == .completed })
             let done = try await h.engine.status(second.id).job
             #expect(done.sha256 == sha)
