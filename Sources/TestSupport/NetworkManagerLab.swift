@@ -223,7 +223,7 @@ public final class NetworkManagerLab: @unchecked Sendable {
     public func setPortal(_ on: Bool) throws {
         let path = directory + "/portal"
         if on {
-            FileManager.default.createFile(atPath: path, contents: Data())
+            _ = FileManager.default.createFile(atPath: path, contents: Data())
         } else {
             try? FileManager.default.removeItem(atPath: path)
         }
