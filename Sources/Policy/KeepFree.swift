@@ -36,15 +36,6 @@ public enum KeepFree: Sendable, Hashable {
         case .basisPoints(let points): return Int64((Double(max(0, size)) * Double(points) / 10_000).rounded(.up))
         }
     }
-
-    public var description: String {
-        switch self {
-        case .bytes(let value): return Units.formatBytes(value)
-        case .basisPoints(let points):
-            return points % 100 == 0
-                ? "\(points / 100)%" : "\(points / 100).\(points % 100 < 10 ? "0" : "")\(points % 100)%"
-        }
-    }
 }
 
 /// The free space of the filesystem a job writes to, as the engine reads it (`statvfs`) at a decision.
