@@ -40,6 +40,10 @@ public enum RangeFault: Sendable {
     case captivePortal(redirect: Bool)
     /// Answer 511 Network Authentication Required with the sign-in page (RFC 6585's portal status).
     case networkAuthenticationRequired
+    /// Read nothing while a response is being sent (a client's TLS `close_notify` or FIN goes unseen); a response
+    /// that carries the object's last byte says `Connection: close`, and then the server never reads that
+    /// connection again and never closes it: no `close_notify`, no FIN. A peer a client must never wait on.
+    case mute
 }
 
 extension RangeFault {

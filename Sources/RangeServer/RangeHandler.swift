@@ -38,6 +38,9 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             let plan = server.plan(request)
             var headers = HTTPHeaders()
             for (name, value) in plan.headers { headers.add(name: name, value: value) }
+            if server.mutes, let content = plan.content, plan.end == content.size, plan.end > plan.start {
+                keepAlive = false
+            }
             if !keepAlive { headers.add(name: "Connection", value: "close") }
             let status = HTTPResponseStatus(statusCode: plan.status)
             context.write(
@@ -46,6 +49,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             stream = plan
             sent = 0
             started = .now()
+            if server.mutes { _ = context.channel.setOption(ChannelOptions.autoRead, value: false) }
             pump(context: context)
         }
     }
@@ -115,8 +119,13 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         if position >= plan.end {
             stream = nil
-            let keep = keepAlive
+            let final = plan.content.map { plan.end == $0.size && plan.end > plan.start } ?? false
+            let mute = final && server.mutes
+            let keep = keepAlive || mute
+            // A mute server reads again between responses (keep-alive), never after the object's end.
+            if server.mutes, !mute { _ = context.channel.setOption(ChannelOptions.autoRead, value: true) }
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
+                if final { server.finalByteSent(on: channel, mute: mute) }
                 if !keep { channel.close(promise: nil) }
             }
             return

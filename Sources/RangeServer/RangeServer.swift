@@ -16,6 +16,10 @@ public final class RangeServer: Sendable {
         var bytesServed: Int64 = 0
         var openConnections = 0
         var peakConnections = 0
+        /// When a response last finished sending the object's final byte (flushed to the socket).
+        var lastFinalByte: ContinuousClock.Instant?
+        /// Connections a `mute` fault keeps open; closed by `shutdown()`.
+        var muted: [any Channel] = []
     }
 
     /// The bound port (the kernel's choice when started with port 0).
@@ -123,8 +127,27 @@ public final class RangeServer: Sendable {
         }
     }
 
-    /// Closes the listening socket (open connections end with their responses).
+    /// When a response last finished sending the object's final byte (flushed to the socket); nil before.
+    public var lastFinalByte: ContinuousClock.Instant? { state.withLock { $0.lastFinalByte } }
+
+    /// Whether connections go mute once they have sent the object's end (`RangeFault.mute`).
+    var mutes: Bool { has { if case .mute = $0 { return true } else { return false } } }
+
+    func finalByteSent(on channel: any Channel, mute: Bool) {
+        state.withLock {
+            $0.lastFinalByte = .now
+            if mute { $0.muted.append(channel) }
+        }
+    }
+
+    /// Closes the listening socket (open connections end with their responses) and the connections a `mute`
+    /// fault kept open.
     public func shutdown() async throws {
+        let muted = state.withLock { s in
+            defer { s.muted = [] }
+            return s.muted
+        }
+        for connection in muted { try? await connection.close() }
         try await channel.close()
     }
 

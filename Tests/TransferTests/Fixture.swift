@@ -8,8 +8,9 @@ struct Fixture {
     static let mib: Int64 = 1 << 20
     let directory: String
 
-    init(_ name: String = #function) {
-        let base = FileManager.default.temporaryDirectory.path
+    /// A directory under `base` (default: the temporary directory).
+    init(_ name: String = #function, base: String? = nil) {
+        let base = base ?? FileManager.default.temporaryDirectory.path
         directory =
             "\(base)/meterwise-transfer-\(name.filter { $0.isLetter || $0.isNumber })-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

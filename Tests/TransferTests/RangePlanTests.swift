@@ -40,6 +40,44 @@ struct RangePlanTests {
         #expect(plan.end(of: 0) == 9 * Self.mib)
     }
 
+    @Test func aStealNeverTakesWhatARequestAskedFor() {
+        var plan = RangePlan(total: 16 * Self.mib, missing: [0..<(16 * Self.mib)], chunkSize: Self.mib)
+        _ = plan.assign(segment: 0)
+        // Segment 0 asked for 11.5 MiB; the thief takes from the chunk boundary after it, not from the middle.
+        #expect(plan.request(segment: 0, span: 11 * Self.mib + Self.mib / 2) == 11 * Self.mib + Self.mib / 2)
+        plan.advance(segment: 0, to: 2 * Self.mib)
+        #expect(plan.assign(segment: 1) == .init(next: 12 * Self.mib, end: 16 * Self.mib))
+        #expect(plan.end(of: 0) == 12 * Self.mib)
+        // Asked to its end: nothing left to take.
+        #expect(plan.request(segment: 1, span: nil) == 16 * Self.mib)
+        plan.advance(segment: 0, to: 11 * Self.mib + Self.mib / 2)
+        plan.endRequest(segment: 0)
+        #expect(plan.request(segment: 0, span: 64 * Self.mib) == 12 * Self.mib)
+        #expect(plan.assign(segment: 2) == nil)
+        // A request that ended gives its unreceived bytes back to stealing.
+        plan.endRequest(segment: 1)
+        #expect(plan.assign(segment: 3) == .init(next: 14 * Self.mib, end: 16 * Self.mib))
+    }
+
+    @Test func theFirstBoundedAskStaysTheFirstSegmentsAfterTheSplit() {
+        var plan = RangePlan.fresh(chunkSize: 4 * Self.mib)
+        _ = plan.assign(segment: 0)
+        #expect(plan.request(segment: 0, span: 6 * Self.mib) == 6 * Self.mib)
+        plan.learnTotal(16 * Self.mib, parts: 4)
+        #expect(plan.end(of: 0) == 6 * Self.mib)
+        #expect(
+            plan.pending == [
+                (6 * Self.mib)..<(8 * Self.mib), (8 * Self.mib)..<(12 * Self.mib), (12 * Self.mib)..<(16 * Self.mib),
+            ])
+        // The object is smaller than the first ask: its end is the object's.
+        var small = RangePlan.fresh(chunkSize: 4 * Self.mib)
+        _ = small.assign(segment: 0)
+        _ = small.request(segment: 0, span: 2 * Self.mib)
+        small.learnTotal(Self.mib, parts: 4)
+        #expect(small.end(of: 0) == Self.mib)
+        #expect(small.pending.isEmpty)
+    }
+
     @Test func nothingToStealBelowTwoChunks() {
         var plan = RangePlan(total: 2 * Self.mib, missing: [0..<(2 * Self.mib)], chunkSize: Self.mib)
         _ = plan.assign(segment: 0)

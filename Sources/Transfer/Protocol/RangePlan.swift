@@ -1,8 +1,10 @@
 /// Which byte ranges are still to fetch and which segment fetches what: a pure value.
 ///
 /// Boundaries are aligned to `chunkSize` so that every chunk is written by one segment in order
-/// (its sha256 is computed as it arrives). An idle segment steals the upper half of the largest
-/// remaining assignment.
+/// (its sha256 is computed as it arrives). A segment asks for its assignment one request at a time
+/// (`request(segment:span:)`, sized by `RequestSpan`); an idle segment steals the upper half of the
+/// largest remaining assignment, but never a byte another segment has already asked for: no response
+/// is cut short, so nothing is received twice (docs/get.md, "Segments").
 public struct RangePlan: Sendable, Equatable {
     /// One segment's current work: `next` is the next byte to receive, `end` is exclusive.
     public struct Assignment: Sendable, Equatable {
@@ -10,8 +12,19 @@ public struct RangePlan: Sendable, Equatable {
         public var next: Int64
         /// The end of the assignment, exclusive.
         public var end: Int64
+        /// The end (exclusive) of what the segment's request in flight asked for; `next` or less when none is.
+        public var requested: Int64 = 0
         /// Bytes left in this assignment.
         public var remaining: Int64 { max(0, end - next) }
+        /// Bytes left that no request asked for yet: what another segment may take.
+        public var unrequested: Int64 { max(0, end - max(next, requested)) }
+
+        /// An assignment with no request in flight.
+        public init(next: Int64, end: Int64, requested: Int64 = 0) {
+            self.next = next
+            self.end = end
+            self.requested = requested
+        }
     }
 
     /// `end` of an assignment while the object's length is unknown.
@@ -83,17 +96,44 @@ public struct RangePlan: Sendable, Equatable {
         }
         for (id, a) in active where a.end > total {
             active[id]!.end = total
+            active[id]!.requested = min(a.requested, total)
         }
         guard parts > 1, active.count == 1, let (id, a) = active.first, a.remaining > 0 else { return }
         var rest = RangePlan(total: total, missing: [a.next..<a.end], chunkSize: chunkSize)
         rest.split(into: parts)
         guard let first = rest.pending.first else { return }
-        active[id]!.end = first.upperBound
-        pending = Array(rest.pending.dropFirst()) + pending
+        // The first request's bounded ask stays the first segment's, whatever the split says.
+        let keep = max(first.upperBound, a.requested)
+        active[id]!.end = keep
+        let others = rest.pending.dropFirst().compactMap { r -> Range<Int64>? in
+            let lower = max(r.lowerBound, keep)
+            return lower < r.upperBound ? lower..<r.upperBound : nil
+        }
+        pending = others + pending
     }
 
-    /// Gives `segment` its next range: pending work first, else half of the largest assignment
-    /// (at least two chunks must remain there). Nil when there is nothing left to take.
+    /// Marks `segment`'s next request as asking for `span` bytes from its next byte (nil, or more than is
+    /// left: to the end of its assignment); returns the asked range's end, exclusive (`unknownEnd` for an
+    /// open-ended ask).
+    public mutating func request(segment: Int, span: Int64?) -> Int64 {
+        guard var a = active[segment] else { return 0 }
+        var upper = a.end
+        if let span, span > 0, span < a.end - a.next { upper = a.next + span }
+        a.requested = upper
+        active[segment] = a
+        return upper
+    }
+
+    /// `segment`'s request ended (completed, failed or abandoned): none is in flight.
+    public mutating func endRequest(segment: Int) {
+        guard var a = active[segment] else { return }
+        a.requested = a.next
+        active[segment] = a
+    }
+
+    /// Gives `segment` its next range: pending work first, else the upper half of the largest assignment
+    /// (at least two chunks must remain there), never what the victim's request in flight asked for.
+    /// Nil when there is nothing left to take.
     public mutating func assign(segment: Int) -> Assignment? {
         if let a = active[segment], a.remaining > 0 { return a }
         if !pending.isEmpty {
@@ -104,13 +144,13 @@ public struct RangePlan: Sendable, Equatable {
         }
         guard
             let (victim, va) = active.filter({ $0.key != segment && $0.value.end != Self.unknownEnd })
-                .max(by: { $0.value.remaining < $1.value.remaining }),
+                .max(by: { $0.value.unrequested < $1.value.unrequested }),
             va.remaining >= 2 * chunkSize
         else {
             active[segment] = nil
             return nil
         }
-        let cut = alignUp(va.next + va.remaining / 2)
+        let cut = max(alignUp(va.next + va.remaining / 2), alignUp(max(va.next, va.requested)))
         guard cut > va.next, cut < va.end else {
             active[segment] = nil
             return nil

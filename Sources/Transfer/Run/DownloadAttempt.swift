@@ -192,9 +192,10 @@ extension DownloadRun {
     /// retrying with backoff from where it stopped.
     func worker(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> WorkerEvent {
         var attempt = 0
+        var span = RequestSpan()
         while true {
             guard !board.isDraining, board.assign(id) != nil else { return .done }
-            let outcome = await fetch(id, board: board, writer: writer)
+            let outcome = await fetch(id, board: board, writer: writer, span: &span)
             switch outcome {
             case .rangeDone:
                 attempt = 0
@@ -253,13 +254,17 @@ extension DownloadRun {
         }
     }
 
-    /// One request for `id`'s current range, following redirects, then its body into the writer.
-    func fetch(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> FetchOutcome {
-        let (ask, asked, hasLocalData, hasAllData) = board.ask(for: id)
+    /// One request for a span of `id`'s current range (`RequestSpan`), following redirects, then its body
+    /// into the writer; `span` takes the request's figures for sizing the next.
+    func fetch(_ id: Int, board: DownloadBoard, writer: FileWriter, span: inout RequestSpan) async -> FetchOutcome {
+        let (ask, asked, hasLocalData, hasAllData) = board.ask(for: id, span: span)
         var known = asked
         var url = request.url
         board.setInFlight(id, true)
-        defer { board.setInFlight(id, false) }
+        defer {
+            board.setInFlight(id, false)
+            board.endRequest(id)
+        }
         var redirects = 0
         while true {
             let forwarded = forwarding(url)
@@ -282,6 +287,7 @@ extension DownloadRun {
                 }
             }
             http.localAddress = download.localAddress
+            let sent = ContinuousClock.now
             let response: HTTPClientResponse
             do {
                 response = try await (forwarded == nil ? client : forwarder ?? client).execute(
@@ -344,7 +350,12 @@ extension DownloadRun {
                 board.accept(
                     total: total, validators: validators, ranged: head.status == 206, segment: id,
                     contentType: head.contentType.map { String($0.prefix(200)) }, source: AnswerPath.place(url))
-                return await consume(response.body, from: offset, id: id, board: board, writer: writer)
+                // A 206 ends where the ask did; a 200 carries the whole object.
+                let asked = head.status == 206 ? ask.last.map { $0 + 1 } ?? RangePlan.unknownEnd : RangePlan.unknownEnd
+                let timing = RequestTiming(sent: sent, head: .now - sent)
+                return await consume(
+                    response.body, from: offset, until: asked, id: id, board: board, writer: writer, timing: timing,
+                    span: &span)
             case .restart(let reason):
                 return .end(.restart(reason))
             case .intercepted(let interception):
@@ -409,9 +420,17 @@ extension DownloadRun {
         return nil
     }
 
-    /// Streams a body to the writer at the Content-Range offset, up to the segment's (shrinking) end.
+    /// When a request was sent and how long its head took.
+    struct RequestTiming {
+        var sent: ContinuousClock.Instant
+        var head: Duration
+    }
+
+    /// Streams a body to the writer at the Content-Range offset, up to the end of what was asked (`asked`,
+    /// exclusive) or the segment's end, whichever is first; a body that reaches it gives its figures to `span`.
     func consume(
-        _ body: HTTPClientResponse.Body, from offset: Int64, id: Int, board: DownloadBoard, writer: FileWriter
+        _ body: HTTPClientResponse.Body, from offset: Int64, until asked: Int64, id: Int, board: DownloadBoard,
+        writer: FileWriter, timing: RequestTiming, span: inout RequestSpan
     ) async -> FetchOutcome {
         var position = offset
         let onBytes = request.onBytes
@@ -423,7 +442,7 @@ extension DownloadRun {
                 let n = buffer.readableBytes
                 board.received(n)
                 onBytes?(n)
-                let end = board.end(of: id)
+                let end = min(board.end(of: id), asked)
                 if position >= end { break }
                 if end == RangePlan.unknownEnd, position + Int64(n) > limit {
                     return .end(
@@ -446,7 +465,9 @@ extension DownloadRun {
                 try await writer.write(slice, at: position)
                 position += Int64(slice.readableBytes)
                 board.advance(id, to: position, wrote: slice.readableBytes)
-                if position >= end { break }
+                // At the end of what was asked the body ends by itself: reading on to its end keeps the connection
+                // for the next request. Only a segment whose end another one took breaks off (a pause or a stop).
+                if position >= end, end < asked { break }
                 if let allowance, !allowance() {
                     try await holdReads(until: allowance)
                     speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
@@ -461,8 +482,11 @@ extension DownloadRun {
                 progressed: position > offset)
         }
         if Task.isCancelled { return .end(.ended) }
-        let end = board.end(of: id)
-        if position >= end { return .rangeDone }
+        let end = min(board.end(of: id), asked)
+        if position >= end {
+            span.record(bytes: position - offset, elapsed: .now - timing.sent, head: timing.head)
+            return .rangeDone
+        }
         if end == RangePlan.unknownEnd {
             board.learnEnd(at: position)
             return .rangeDone

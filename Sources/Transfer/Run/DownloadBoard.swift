@@ -11,6 +11,8 @@ final class DownloadBoard: Sendable {
         /// The next request goes without a Range header (after a restart).
         var plain: Bool
         var parts: @Sendable (Int64) -> Int
+        /// The segments this attempt runs, once decided (nil before the first response of a fresh download).
+        var segments: Int?
         var resumedBytes: Int64
         var written: Int64 = 0
         var fetched: Int64 = 0
@@ -92,7 +94,12 @@ final class DownloadBoard: Sendable {
     func parts(total: Int64) -> Int { state.withLock { $0.parts(total) } }
 
     /// Splits pending work for `n` segments (a resumed attempt).
-    func split(into n: Int) { state.withLock { $0.plan.split(into: n) } }
+    func split(into n: Int) {
+        state.withLock {
+            $0.plan.split(into: n)
+            $0.segments = n
+        }
+    }
 
     /// Where attempts report "the first response arrived".
     func setLearned(_ c: AsyncStream<Int>.Continuation) { state.withLock { $0.learned = c } }
@@ -102,21 +109,31 @@ final class DownloadBoard: Sendable {
     func end(of segment: Int) -> Int64 { state.withLock { $0.plan.end(of: segment) } }
     func release(_ segment: Int) { state.withLock { $0.plan.release(segment: segment) } }
 
-    /// The range to ask for next on `segment`, and whether local data exists that it continues.
-    func ask(for segment: Int) -> (RangeAsk, KnownObject?, hasLocalData: Bool, hasAllData: Bool) {
+    /// The range to ask for next on `segment` (a span of it, `RequestSpan`, from the segment's last
+    /// request's figures), and whether local data exists that it continues.
+    func ask(for segment: Int, span figures: RequestSpan) -> (
+        RangeAsk, KnownObject?, hasLocalData: Bool, hasAllData: Bool
+    ) {
         state.withLock { s in
             let next = s.plan.next(of: segment)
-            let end = s.plan.end(of: segment)
             let hasLocal = s.resumedBytes + s.written > 0
             let hasAll = s.plan.total != nil && s.plan.isComplete
             if s.plain && next == 0 {
                 s.plain = false
+                _ = s.plan.request(segment: segment, span: nil)
                 return (RangeAsk(start: 0, last: nil, ranged: false), s.known, hasLocal, hasAll)
             }
-            let last: Int64? = end == RangePlan.unknownEnd || s.known == nil ? nil : end - 1
-            return (RangeAsk(start: next, last: last, ranged: true), s.known, hasLocal, hasAll)
+            let segmented = s.segments.map { $0 > 1 } ?? (s.parts(ObjectLimits.maxBytes) > 1)
+            let span = figures.bytes(
+                segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)
+            let upper = s.plan.request(segment: segment, span: span)
+            let openEnded = upper == RangePlan.unknownEnd || (s.known == nil && span == nil)
+            return (RangeAsk(start: next, last: openEnded ? nil : upper - 1, ranged: true), s.known, hasLocal, hasAll)
         }
     }
+
+    /// `segment`'s request is over: what it asked for and did not receive may be taken by another segment.
+    func endRequest(_ segment: Int) { state.withLock { $0.plan.endRequest(segment: segment) } }
 
     /// True the first time it is called in this attempt: the one segment that then admits the length.
     func takeAdmission() -> Bool {
@@ -155,8 +172,10 @@ final class DownloadBoard: Sendable {
             if let total {
                 let parts = ranged && (!kept.isEmpty || s.unstableETag) ? s.parts(total) : 1
                 s.plan.learnTotal(total, parts: parts)
+                s.segments = parts
                 s.learned?.yield(parts)
             } else {
+                s.segments = 1
                 s.learned?.yield(1)
             }
         }

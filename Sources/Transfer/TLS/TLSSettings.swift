@@ -47,6 +47,12 @@ public struct TLSSettings: Sendable {
         var c = TLSConfiguration.makeClientConfiguration()
         c.minimumTLSVersion = .tlsv12
         c.certificateVerification = .fullVerification
+        // A connection is only ever closed by us when we are done with it (a completed download's pool, a
+        // pause, a cancel, a failed answer): nothing more is wanted from it, so the close sends close_notify and
+        // ends the connection at once. Waiting for the peer's close_notify (NIOSSL's default: up to 5 s) hung
+        // every such close on a server blocked on a full window, and read on meanwhile. Truncation is still
+        // caught: it is the server's close without close_notify, and a body short of its length.
+        c.shutdownTimeout = .zero
         switch trust {
         case .system:
             break

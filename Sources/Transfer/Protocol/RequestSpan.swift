@@ -1,0 +1,61 @@
+/// How many bytes one request of a segmented download asks for (pure).
+///
+/// No response is ever cut short to hand its tail to another segment: a cut throws away what the server
+/// already sent (up to one receive window, megabytes on a fast path) and, over TLS, ends a connection that
+/// could have carried the next request. So a segment asks for its assignment a span at a time, and an idle
+/// segment takes only bytes nobody asked for yet (`RangePlan.assign`). A span lasts about `roundTrips`
+/// round trips of the segment's own requests (the time from a request to its response head), within
+/// `shortest`...`longest`: the head of each new request then costs about 1 % of the connection's time, and
+/// the end of a download waits at most one span on a slower segment. docs/get.md, "Segments".
+public struct RequestSpan: Sendable, Equatable {
+    /// The first request of a download that may be segmented, before the length is known: it ends at a
+    /// known byte, so the split after it cuts nothing.
+    public static let first: Int64 = 2 << 20
+    /// The least a request asks for.
+    public static let least: Int64 = 256 << 10
+    /// A span lasts this many of the segment's round trips...
+    public static let roundTrips = 100.0
+    /// ...but no less than this...
+    public static let shortest: Duration = .milliseconds(20)
+    /// ...and no more than this (the longest the end of a download waits on another segment's request).
+    public static let longest: Duration = .seconds(2)
+
+    /// The last request's body rate, bytes per second (nil: none measured yet).
+    public var rate: Double?
+    /// The lowest time to a response head seen on a connection already open (nil: none yet).
+    public var roundTrip: Duration?
+    /// Requests recorded: the first one's head also waited for the connection (and its TLS handshake).
+    public var requests = 0
+
+    /// No request measured yet.
+    public init(rate: Double? = nil, roundTrip: Duration? = nil) {
+        self.rate = rate
+        self.roundTrip = roundTrip
+        self.requests = roundTrip == nil ? 0 : 2
+    }
+
+    /// Takes a finished request's figures: `bytes` of body received over `elapsed` from sending it, its
+    /// head after `head`. Requests too short to say anything (under 64 KiB) are not taken, and the first
+    /// one's head is not a round trip (it waited for the connection to open).
+    public mutating func record(bytes: Int64, elapsed: Duration, head: Duration) {
+        let seconds = elapsed.secondsDouble
+        guard bytes >= 64 << 10, seconds > 0, head >= .zero else { return }
+        requests += 1
+        rate = Double(bytes) / seconds
+        if requests > 1 { roundTrip = min(roundTrip ?? head, head) }
+    }
+
+    /// The bytes the segment's next request asks for; nil for all it has left. `segmented`: the download
+    /// runs (or may run) more than one segment; `lengthKnown`: the object's length is known; `answered`:
+    /// a response of this attempt has already been taken.
+    public func bytes(segmented: Bool, lengthKnown: Bool, answered: Bool) -> Int64? {
+        guard segmented else { return nil }
+        guard lengthKnown else { return answered ? nil : Self.first }
+        guard let rate, rate.isFinite, rate > 0, let roundTrip else { return Self.first }
+        let wanted = roundTrip.secondsDouble * Self.roundTrips
+        let seconds = min(max(wanted, Self.shortest.secondsDouble), Self.longest.secondsDouble)
+        let span = rate * seconds
+        guard span.isFinite, span < Double(Int64.max / 2) else { return nil }
+        return max(Self.least, Int64(span))
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import RangeServer
+import TestSupport
+import Testing
+
+@testable import Transfer
+
+/// Nothing at the end of a transfer waits on the peer (issue 26): a server that stops reading and never
+/// closes, never sending TLS `close_notify` (`RangeFault.mute`), does not delay a completed download, a
+/// pause or a cancel; and a segmented download asks only for what it keeps, so no response is cut short.
+@Suite(.serialized, .needsOpenSSL)
+struct PeerWaitTests {
+    static let content = RangeContent.generated(size: 16 << 20, seed: 2026)
+    /// The most a completed download may end after the server flushed its last byte.
+    static let allowed: Duration = .milliseconds(100)
+
+    /// Runs `body` with a RangeServer (TLS when `tls`) that has `faults`, and a request trusting its CA.
+    static func withServer(
+        tls: Bool, faults: [RangeFault] = [.mute], content: RangeContent = content,
+        _ body: (RangeServer, DownloadRequest, Fixture) async throws -> Void
+    ) async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        // tmpfs where there is one: the final fdatasync of a disk would be timed with the peer.
+        let fixture = Fixture(base: FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : nil)
+        defer { fixture.remove() }
+        let server = try await RangeServer.start(
+            content: content, faults: faults, tls: tls ? try pki.serverTLS() : nil)
+        var request = fixture.request(server)
+        if tls { request.tls = try TLSSettings.load(caFile: pki.path("ca.crt")) }
+        do {
+            try await body(server, request, fixture)
+            try await server.shutdown()
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
+    }
+
+    /// Runs the download; returns its result and how long after the server's last byte it returned.
+    static func completed(_ request: DownloadRequest, server: RangeServer) async throws -> (DownloadResult, Duration) {
+        let outcome = try await Download(request: request).run()
+        let returned = ContinuousClock.now
+        guard case .completed(let result) = outcome else {
+            throw TransferError(.protocolViolation, "not completed: \(outcome)")
+        }
+        let last = try #require(server.lastFinalByte)
+        return (result, returned - last)
+    }
+
+    @Test(arguments: [true, false])
+    func aServerThatNeverClosesDoesNotDelayCompletion(tls: Bool) async throws {
+        try await Self.withServer(tls: tls) { server, request, _ in
+            let (result, after) = try await Self.completed(request, server: server)
+            #expect(result.sha256 == Self.content.sha256Hex())
+            #expect(after < Self.allowed, "completed \(after) after the server's last byte (tls: \(tls))")
+        }
+    }
+
+    @Test(.needsProxy) func throughAProxyTunnelTheEndWaitsOnNoOne() async throws {
+        let proxy = try Tinyproxy()
+        defer { proxy.stop() }
+        try await Self.withServer(tls: true) { server, request, _ in
+            var request = request
+            request.proxy = try ProxySettings.environment(["https_proxy": proxy.url])
+            let (result, after) = try await Self.completed(request, server: server)
+            #expect(result.sha256 == Self.content.sha256Hex())
+            #expect(after < Self.allowed, "completed \(after) after the server's last byte")
+            #expect(result.discardedBytes == 0)
+            #expect(proxy.connects.contains("127.0.0.1:\(server.port)"), "\(proxy.log)")
+        }
+    }
+
+    /// A pause and a cancel cut a response the server is still sending, and it reads nothing meanwhile: the
+    /// TLS close is not answered, and nothing waits for it.
+    @Test func aPauseOrCancelCutsADeafTLSConnectionAtOnce() async throws {
+        try await Self.withServer(tls: true, faults: [.mute, .throttle(bytesPerSecond: 2 << 20)]) {
+            server, request, fixture in
+            for cancel in [false, true] {
+                var request = request
+                request.destination = fixture.path(cancel ? "cancelled.bin" : "paused.bin")
+                request.segments = 1
+                let download = Download(request: request)
+                async let outcome = download.run()
+                for await event in download.events {
+                    if case .progress(let p) = event, p.bytesDone >= 1 << 20 { break }
+                }
+                let asked = ContinuousClock.now
+                if cancel { await download.cancel() } else { await download.pause() }
+                let ended = try await outcome
+                let took = ContinuousClock.now - asked
+                if cancel {
+                    guard case .cancelled = ended else { throw TransferError(.protocolViolation, "\(ended)") }
+                } else {
+                    guard case .paused = ended else { throw TransferError(.protocolViolation, "\(ended)") }
+                }
+                // The pause reads on for at most `PauseDrain.longest` (50 ms) and flushes a checkpoint.
+                #expect(took < .milliseconds(500), "\(cancel ? "cancel" : "pause") took \(took)")
+            }
+        }
+    }
+
+    /// Four segments over TLS: every request is answered in full (none is cut short), nothing received is
+    /// thrown away, and every byte is fetched once.
+    @Test func aSegmentedDownloadAsksOnlyForWhatItKeeps() async throws {
+        try await Self.withServer(tls: true, faults: []) { server, request, _ in
+            let (result, _) = try await Self.completed(request, server: server)
+            #expect(result.sha256 == Self.content.sha256Hex())
+            #expect(result.discardedBytes == 0)
+            #expect(result.refetchedBytes == 0)
+            #expect(result.bytesFetched == Self.content.size)
+            let served = server.requests
+            #expect(served.count >= 4, "\(served)")
+            for r in served {
+                let range = try #require(r.range)
+                let parts = range.dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false)
+                let first = try #require(Int64(parts[0]))
+                let last = try #require(parts.count == 2 ? Int64(parts[1]) : nil, "open-ended ask \(range)")
+                #expect(r.status == 206)
+                #expect(r.bodyBytes == last - first + 1, "\(range) answered with \(r.bodyBytes) bytes")
+            }
+            #expect(served.reduce(0) { $0 + $1.bodyBytes } == Self.content.size)
+        }
+    }
+}
