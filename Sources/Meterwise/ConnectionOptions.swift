@@ -38,6 +38,13 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever https_proxy, http_proxy and all_proxy say.")
     var noProxy = false
 
+    @Flag(
+        name: .customLong("http2"),
+        help:
+            "Speak HTTP/2 where an https server offers it: segments as streams of one connection (off by default: connections are faster; docs/get.md)."
+    )
+    var http2 = false
+
     func validate() throws {
         if proxy != nil, noProxy { throw ValidationError("--proxy and --no-proxy exclude each other; give one.") }
         if (certFile == nil) != (keyFile == nil) {

@@ -132,6 +132,7 @@ struct GetCommand: AsyncParsableCommand {
         do throws(TransferError) {
             request.tls = try connection.tls()
             request.proxy = try connection.proxySettings()
+            request.http2 = connection.http2
         } catch {
             if json {
                 _ = ProgressPrinter(mode: .json, url: shownURL, destination: request.destination).print(.failed(error))

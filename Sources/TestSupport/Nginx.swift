@@ -28,8 +28,9 @@ public final class Nginx: @unchecked Sendable {
 
     /// Starts nginx serving `root`; `location` directives go inside `location / { }` (e.g.
     /// `max_ranges 0;` to ignore Range, `limit_rate 8m;` to slow it down). With `tls`, it listens with
-    /// `ssl` and `tls` goes into the server block (`ssl_certificate ...; ssl_verify_client on; ...`).
-    public init(root: String, location: String = "", tls: String? = nil) throws {
+    /// `ssl` and `tls` goes into the server block (`ssl_certificate ...; ssl_verify_client on; ...`); with
+    /// `http2` too, it offers HTTP/2 in the TLS handshake (ALPN).
+    public init(root: String, location: String = "", tls: String? = nil, http2: Bool = false) throws {
         guard let binary = Self.binary else {
             throw NginxError(message: Self.unavailableReason!)
         }
@@ -55,7 +56,7 @@ public final class Nginx: @unchecked Sendable {
                 sendfile on;
                 tcp_nopush on;
                 server {
-                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl")\(tls != nil && http2 ? " http2" : "");
                     \(tls ?? "")
                     root \(root);
                     location / { \(location) }

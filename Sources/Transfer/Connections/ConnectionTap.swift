@@ -55,8 +55,10 @@ final class ConnectionTap: Sendable {
     /// Every byte NIO read from any connection of this client.
     let read = Atomic<Int64>(0)
 
-    /// Called by the client for each new HTTP/1.1 connection: counts its reads, forgets it when it closes.
-    func register(_ channel: any Channel) -> EventLoopFuture<Void> {
+    /// Called by the client for each new connection: counts its reads, forgets it when it closes. An HTTP/2
+    /// connection's bytes after TLS are frames of several streams, not one response's head and body: they
+    /// are left out of `read` (its body bytes are counted where the segments read them).
+    func register(_ channel: any Channel, http2: Bool = false) -> EventLoopFuture<Void> {
         let key = ObjectIdentifier(channel)
         channel.closeFuture.whenComplete { [self] _ in _ = channels.withLock { $0.removeValue(forKey: key) } }
         return channel.eventLoop.submit { [self] in
@@ -69,7 +71,7 @@ final class ConnectionTap: Sendable {
                     $0[key] = Tapped(channel: channel, counter: socket, governor: WindowGovernor(at: .now))
                 }
                 try pipeline.addHandler(socket, position: .first)
-                try pipeline.addHandler(ReadCounter(tap: self), position: .after(tls))
+                if !http2 { try pipeline.addHandler(ReadCounter(tap: self), position: .after(tls)) }
             } else {
                 let counter = ReadCounter(tap: self)
                 channels.withLock {

@@ -27,10 +27,11 @@ public enum TransferClient {
         configuration(noProgressTimeout: noProgressTimeout, tls: tls, proxy: nil, tap: tap, absoluteForm: true)
     }
 
-    /// The same, with every connection registered in `tap` (a download's own client).
+    /// The same, with every connection registered in `tap` (a download's own client); `http2`: HTTP/2 where
+    /// the server offers it in the TLS handshake (the segments become streams of one connection).
     static func configuration(
         noProgressTimeout: Duration, tls: TLSSettings, proxy: ProxyServer?, tap: ConnectionTap?,
-        absoluteForm: Bool = false
+        absoluteForm: Bool = false, http2: Bool = false
     )
         -> HTTPClient.Configuration
     {
@@ -39,7 +40,7 @@ public enum TransferClient {
         c.proxy = proxy.map(Self.proxy)
         c.redirectConfiguration = .disallow
         c.decompression = .disabled
-        c.httpVersion = .http1Only
+        c.httpVersion = http2 ? .automatic : .http1Only
         // One connection per segment: room for `perHostConnections` segments to one host at once (the
         // engine keeps jobs × segments within it), so no request waits in the pool.
         c.connectionPool = .init(
@@ -65,6 +66,18 @@ public enum TransferClient {
             }
             guard let tap else { return target }
             return target.flatMap { tap.register(channel) }
+        }
+        if http2 {
+            // The connection's channel (under its streams): counted and governed like an HTTP/1.1 one.
+            c.http2ConnectionDebugInitializer = { channel in
+                let allocator = channel.setOption(
+                    ChannelOptions.recvAllocator,
+                    value: AdaptiveRecvByteBufferAllocator(
+                        minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
+                )
+                guard let tap else { return allocator }
+                return allocator.flatMap { tap.register(channel, http2: true) }
+            }
         }
         return c
     }

@@ -181,7 +181,8 @@ public final class Download: Sendable {
             let own = HTTPClient(
                 eventLoopGroupProvider: .singleton,
                 configuration: TransferClient.configuration(
-                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: proxy, tap: connections)
+                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: proxy, tap: connections,
+                    http2: request.http2)
             )
             ownClient = own
             client = own

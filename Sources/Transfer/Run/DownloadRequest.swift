@@ -58,6 +58,9 @@ public struct DownloadRequest: Sendable {
     /// Whom https servers are verified against and which client certificate is shown (the system's CA
     /// store and none by default).
     public var tls: TLSSettings = .system
+    /// Speak HTTP/2 where an https server offers it (ALPN): the segments are streams of one connection.
+    /// Off by default: on the figures of bench/download, connections are faster here (docs/get.md).
+    public var http2 = false
     /// Which proxy requests go through (none by default; `get` reads the environment).
     public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link

@@ -1,0 +1,43 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import Transfer
+
+/// HTTP/2 where nginx offers it (`DownloadRequest.http2`, `get --http2`): the segments are streams of one
+/// connection, with the same range checks; without the option, HTTP/1.1 connections as before.
+@Suite(.serialized, .needsOpenSSL, .needsNginx)
+struct HTTP2Tests {
+    @Test(arguments: [true, false])
+    func segmentsAreStreamsOfOneConnectionWhenAsked(http2: Bool) async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let root = fixture.path("www")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let sha = try NginxTests.writeRandom(root + "/object.bin", size: 24 << 20, seed: 26)
+        let nginx = try Nginx(
+            root: root,
+            tls: "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key"));",
+            http2: true)
+        defer { nginx.stop() }
+        var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"))
+        request.computeSHA256 = true
+        request.tls = try TLSSettings.load(caFile: pki.path("ca.crt"))
+        request.http2 = http2
+        guard case .completed(let result) = try await Download(request: request).run() else {
+            Issue.record("not completed")
+            return
+        }
+        #expect(result.sha256 == sha)
+        #expect(result.discardedBytes == 0)
+        #expect(result.refetchedBytes == 0)
+        let log = try String(contentsOfFile: nginx.prefix + "/logs/access.log", encoding: .utf8)
+        let lines = log.split(separator: "\n")
+        #expect(lines.count >= 4, "\(log)")
+        for line in lines {
+            #expect(line.contains(http2 ? "HTTP/2.0\" 206" : "HTTP/1.1\" 206"), "\(line)")
+        }
+    }
+}
