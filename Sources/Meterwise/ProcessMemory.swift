@@ -9,14 +9,17 @@ import Glibc
 enum ProcessMemory {
     /// glibc returns freed heap to the kernel above 128 KiB at the top and adjusts its thresholds as it
     /// goes; a transfer's 128 KiB buffers then cost a page fault per 4 KiB each time. Fixed thresholds
-    /// keep up to 8 MiB for reuse (peak memory is unchanged: it was in use a moment before).
+    /// keep up to 8 MiB for reuse (peak memory is unchanged: it was in use a moment before). Allocations up
+    /// to 4 MiB come from the heap: over TLS the plaintext of one event-loop turn (up to four 128 KiB reads)
+    /// grows a buffer to 1 MiB, which with a 1 MiB threshold was mmap'd and unmapped every turn (416 000
+    /// page faults for 1 GiB with one segment, 178 000 with four; 3 944 and 5 670 with 4 MiB).
     ///
     /// One arena: a receive buffer is allocated on a network thread and freed on the writer's, and with an
     /// arena per thread each kept its own free memory (two arenas of 2.8 MB in a 1 GiB download). Shared,
     /// peak anonymous memory went from 9.3–10.0 to 8.0 MiB at the same speed (bench/README.md); the
     /// allocations are few and large, so the shared lock is not contended.
     static func tuneAllocator() {
-        mw_tune_malloc(8 << 20, 1 << 20, 1)
+        mw_tune_malloc(8 << 20, 4 << 20, 1)
     }
 
     /// Unmaps the executable's clean pages touched while starting (argument parsing, the runtime's

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Download bench: meterwise get (1 segment, auto, auto with --print-sha256) vs curl -o (and curl then
-# sha256sum) vs aria2c -x4, a random file served by nginx on 127.0.0.1, written to tmpfs (/dev/shm) and
-# to disk; then peak anonymous memory of meterwise and aria2c at MEM_SIZES_MIB (flat in the size?).
-# Prints the medians, every ratio from this run, and the issue's goals met or not.
-# Usage: bench/download/run.sh   (SIZE_MIB=1024 RUNS=3 MEM_SIZES_MIB="64 4096" by default;
-# BIN=path skips the release build)
+# Download bench: meterwise get (1 segment, auto, auto with --print-sha256, --http2) vs curl -o (and curl
+# then sha256sum) vs aria2c -x4, a random file served by nginx on 127.0.0.1 over plain HTTP, HTTPS (TLS with
+# a CA made here, HTTP/1.1), HTTPS through tinyproxy's CONNECT tunnel, and HTTPS with http2 offered; written
+# to tmpfs (/dev/shm) and to disk. Then peak anonymous memory of meterwise and aria2c at MEM_SIZES_MIB (flat
+# in the size?), and STABLE_RUNS default-segment HTTPS downloads of STABLE_MIB in a row (none over 1.2x the
+# median?). Prints the medians, every ratio from this run, bytes thrown away (discarded + refetched), and
+# the issues' goals met or not.
+# Usage: bench/download/run.sh   (SIZE_MIB=1024 RUNS=3 MEM_SIZES_MIB="64 4096" STABLE_RUNS=20 STABLE_MIB=256
+# by default; BIN=path skips the release build; TARGETS="..." picks rows, e.g. TARGETS="https-tmpfs")
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,17 +21,22 @@ TMPFS_DIR=${TMPFS_DIR:-/dev/shm/meterwise-bench}
 WORK=$(mktemp -d /dev/shm/meterwise-bench-src.XXXXXX)
 OUT=${OUT:-$ROOT/bench/out}
 
-need() { command -v "$1" >/dev/null 2>&1; }
-if ! need aria2c || ! need curl || ! need python3; then
-    [ "$(id -u)" = 0 ] && { apt-get update -qq >/dev/null; apt-get install -y -qq aria2 curl python3-minimal >/dev/null; }
+STABLE_RUNS=${STABLE_RUNS:-20}
+STABLE_MIB=${STABLE_MIB:-256}
+TARGETS=${TARGETS:-tmpfs disk https-tmpfs https-disk https-proxy-tmpfs h2-tmpfs}
+
+need() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+if ! need aria2c || ! need curl || ! need python3 || ! need tinyproxy || ! need openssl; then
+    [ "$(id -u)" = 0 ] && { apt-get update -qq >/dev/null; apt-get install -y -qq aria2 curl python3-minimal tinyproxy openssl >/dev/null; }
 fi
-for tool in curl aria2c nginx python3; do
-    if ! need "$tool" && [ ! -x "/usr/sbin/$tool" ]; then
-        echo "bench: $tool is missing (apt-get install curl aria2 nginx-light python3-minimal)" >&2
+for tool in curl aria2c nginx python3 tinyproxy openssl; do
+    if ! need "$tool"; then
+        echo "bench: $tool is missing (apt-get install curl aria2 nginx-light python3-minimal tinyproxy openssl)" >&2
         exit 1
     fi
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+TINYPROXY=$(command -v tinyproxy || echo /usr/sbin/tinyproxy)
 
 if [ -z "${BIN:-}" ]; then
     echo "building the release binary (static stdlib) into $SCRATCH ..." >&2
@@ -39,6 +47,7 @@ fi
 
 cleanup() {
     if [ -f "$WORK/nginx.pid" ]; then kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true; fi
+    if [ -n "${PROXY_PID:-}" ]; then kill "$PROXY_PID" 2>/dev/null || true; fi
     rm -rf "$WORK" "$TMPFS_DIR" "$DISK_DIR"
 }
 trap cleanup EXIT
@@ -53,7 +62,35 @@ for mib in $MEM_SIZES_MIB; do
     truncate -s "${mib}M" "$WORK/www/size-$mib.bin"
 done
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18473)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+TLS_PORT=$(free_port)
+H2_PORT=$(free_port)
+PROXY_PORT=$(free_port)
+
+# A CA made for this run, and nginx's certificate for 127.0.0.1 signed by it.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/ca.key" -out "$WORK/ca.pem" -days 2 -subj "/CN=bench CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$WORK/server.key" -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$WORK/ext.cnf"
+openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
+    -out "$WORK/server.pem" -days 2 -extfile "$WORK/ext.cnf" 2>/dev/null
+
+cat >"$WORK/tinyproxy.conf" <<CONF
+Port $PROXY_PORT
+Listen 127.0.0.1
+Timeout 60
+MaxClients 64
+Allow 127.0.0.1
+ConnectPort $TLS_PORT
+DisableViaHeader Yes
+LogLevel Error
+LogFile "$WORK/logs/tinyproxy.log"
+CONF
+[ "$(id -u)" = 0 ] && printf 'User nobody\nGroup nogroup\n' >>"$WORK/tinyproxy.conf" && chmod 777 "$WORK/logs"
+"$TINYPROXY" -d -c "$WORK/tinyproxy.conf" >/dev/null 2>&1 &
+PROXY_PID=$!
+
 cat >"$WORK/nginx.conf" <<CONF
 daemon on;
 worker_processes 1;
@@ -71,31 +108,57 @@ http {
     sendfile on;
     tcp_nopush on;
     server { listen 127.0.0.1:$PORT; root $WORK/www; }
+    ssl_certificate $WORK/server.pem;
+    ssl_certificate_key $WORK/server.key;
+    server { listen 127.0.0.1:$TLS_PORT ssl; root $WORK/www; }
+    server { listen 127.0.0.1:$H2_PORT ssl http2; root $WORK/www; }
 }
 CONF
 "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 sleep 0.5
 URL="http://127.0.0.1:$PORT/object.bin"
+CA="$WORK/ca.pem"
 
 RESULTS="$OUT/download-results.tsv"
 : >"$RESULTS"
 # Warm-up (not measured): nginx, the page cache of the source, tmpfs pages.
 curl -s -o "$TMPFS_DIR/warm.bin" "$URL"; rm -f "$TMPFS_DIR/warm.bin"
 
-run_one() { # target dir tool [path]
-    local target=$1 dir=$2 tool=$3 path=${4:-/object.bin} out="$2/out.bin"
-    local url="http://127.0.0.1:$PORT$path"
+# How each target reaches the server: the URL, and each tool's options for it.
+target_setup() { # target
+    scheme_url=$URL; curl_opts=(); aria_opts=(); mw_opts=()
+    case $1 in
+    https-* | h2-*)
+        local port=$TLS_PORT
+        [[ $1 == h2-* ]] && port=$H2_PORT
+        scheme_url="https://127.0.0.1:$port"
+        curl_opts=(--cacert "$CA"); aria_opts=(--ca-certificate="$CA"); mw_opts=(--cacert "$CA")
+        ;;
+    *) scheme_url="http://127.0.0.1:$PORT" ;;
+    esac
+    if [[ $1 == *-proxy-* ]]; then
+        curl_opts+=(-x "http://127.0.0.1:$PROXY_PORT")
+        aria_opts+=(--all-proxy="http://127.0.0.1:$PROXY_PORT")
+        mw_opts+=(--proxy "http://127.0.0.1:$PROXY_PORT")
+    fi
+}
+
+run_one() { # target dir tool [path] [runs]
+    local target=$1 dir=$2 tool=$3 path=${4:-/object.bin} runs=${5:-$RUNS} out="$2/out.bin"
+    target_setup "$target"
+    local url="$scheme_url$path"
     local cmd
     case $tool in
-    curl) cmd=(curl -s -o "$out" "$url") ;;
-    curl+sha256sum) cmd=(sh -c 'curl -s -o "$1" "$2" && sha256sum "$1" >/dev/null' sh "$out" "$url") ;;
-    meterwise-1) cmd=("$BIN" get "$url" -o "$out" --segments 1 --force) ;;
-    meterwise-auto) cmd=("$BIN" get "$url" -o "$out" --force) ;;
-    meterwise-auto-sha256) cmd=("$BIN" get "$url" -o "$out" --force --print-sha256) ;;
+    curl) cmd=(curl -s "${curl_opts[@]}" -o "$out" "$url") ;;
+    curl+sha256sum) cmd=(sh -c 'curl -s "$@" && sha256sum "$0" >/dev/null' "$out" "${curl_opts[@]}" -o "$out" "$url") ;;
+    meterwise-1) cmd=("$BIN" get "$url" -o "$out" --segments 1 --force --json "${mw_opts[@]}") ;;
+    meterwise-auto) cmd=("$BIN" get "$url" -o "$out" --force --json "${mw_opts[@]}") ;;
+    meterwise-http2) cmd=("$BIN" get "$url" -o "$out" --force --json --http2 "${mw_opts[@]}") ;;
+    meterwise-auto-sha256) cmd=("$BIN" get "$url" -o "$out" --force --print-sha256 "${mw_opts[@]}") ;;
     aria2c-x4) cmd=(aria2c -q -x4 -s4 --file-allocation=none --allow-overwrite=true --auto-file-renaming=false
-        -d "$dir" -o out.bin "$url") ;;
+        "${aria_opts[@]}" -d "$dir" -o out.bin "$url") ;;
     esac
-    for run in $(seq 1 "$RUNS"); do
+    for run in $(seq 1 "$runs"); do
         rm -f "$out" "$out.part" "$out.part.checkpoint"
         sync
         python3 "$MEASURE" "$WORK/measure" -- "${cmd[@]}" || {
@@ -110,17 +173,24 @@ run_one() { # target dir tool [path]
                 grep -q "^$SHA " "$WORK/measure.log" || { echo "bench: --print-sha256 printed no/wrong sha256" >&2; exit 1; }
             fi
         fi
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$tool" "$wall" "$cpu" "$rss" "$anon" >>"$RESULTS"
-        echo "  $target $tool run $run: ${wall}s cpu ${cpu}s anon ${anon} KiB" >&2
+        # Bytes received and not kept, or received twice (meterwise's own counts, from --json's last line).
+        thrown=-
+        if grep -q '"state":"completed"' "$WORK/measure.log"; then
+            thrown=$(tail -1 "$WORK/measure.log" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["discarded_bytes"] + d["refetched_bytes"])')
+        fi
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$tool" "$wall" "$cpu" "$rss" "$anon" "$thrown" >>"$RESULTS"
+        echo "  $target $tool run $run: ${wall}s cpu ${cpu}s anon ${anon} KiB thrown ${thrown}" >&2
     done
     rm -f "$out"
 }
 
-for target in tmpfs disk; do
+for target in $TARGETS; do
     dir=$TMPFS_DIR
-    [ "$target" = disk ] && dir=$DISK_DIR
+    [[ $target == *disk ]] && dir=$DISK_DIR
     tools="curl meterwise-1 meterwise-auto aria2c-x4"
     [ "$target" = tmpfs ] && tools="$tools meterwise-auto-sha256 curl+sha256sum"
+    # aria2c speaks no HTTP/2: beside curl (which takes h2 when offered) it is the HTTP/1.1 figure.
+    [[ $target == h2-* ]] && tools="curl meterwise-auto meterwise-http2 aria2c-x4"
     for tool in $tools; do
         run_one "$target" "$dir" "$tool"
     done
@@ -130,6 +200,10 @@ for mib in $MEM_SIZES_MIB; do
         run_one "tmpfs-${mib}MiB" "$TMPFS_DIR" "$tool" "/size-$mib.bin"
     done
 done
+if [ "$STABLE_RUNS" -gt 0 ]; then
+    head -c "$((STABLE_MIB * 1024 * 1024))" "$WORK/www/object.bin" >"$WORK/www/stable.bin"
+    run_one "https-tmpfs-${STABLE_MIB}MiB-x$STABLE_RUNS" "$TMPFS_DIR" meterwise-auto /stable.bin "$STABLE_RUNS"
+fi
 
 echo
 echo "${SIZE_MIB} MiB from nginx on 127.0.0.1, median of $RUNS runs ($(nproc) cores, $(uname -r)); $(basename "$BIN") $(stat -c %s "$BIN") bytes"
@@ -143,31 +217,48 @@ function goal(what, value, limit, fmt) {
     printf "| %s | " fmt " | " fmt " | %s |\n", what, value, limit, (value <= limit ? "met" : "**missed**")
 }
 { key = $1 "|" $2; wall[key] = wall[key] " " $3; cpu[key] = cpu[key] " " $4; rss[key] = rss[key] " " $5; anon[key] = anon[key] " " $6
-  if (!(key in seen)) { order[++count] = key; seen[key] = 1 } }
+  if ($7 != "-") { if (!(key in thrown) || $7 + 0 > thrown[key]) thrown[key] = $7 + 0 }
+  if (!(key in seen)) { order[++count] = key; seen[key] = 1; n[key] = 0 }
+  n[key]++; if ($3 + 0 > mxw[key]) mxw[key] = $3 + 0 }
 END {
-    printf "| target | tool | wall s | wall / curl | CPU s | CPU / curl | peak RSS MiB | peak anon MiB |\n"
-    printf "|---|---|---|---|---|---|---|---|\n"
+    printf "| target | tool | wall s | wall / curl | CPU s | CPU / curl | peak RSS MiB | peak anon MiB | most thrown away KiB |\n"
+    printf "|---|---|---|---|---|---|---|---|---|\n"
     for (i = 1; i <= count; i++) {
         split(order[i], k, "|")
         w = median(wall[order[i]]); c = median(cpu[order[i]]); r = median(rss[order[i]]) / 1024; an = median(anon[order[i]]) / 1024
         W[order[i]] = w; C[order[i]] = c; R[order[i]] = r; A[order[i]] = an
+        t = (order[i] in thrown) ? sprintf("%.0f", thrown[order[i]] / 1024) : ""
         cw = median(wall[k[1] "|curl"]); cc = median(cpu[k[1] "|curl"])
-        if (cw > 0) printf "| %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n", k[1], k[2], w, w / cw, c, c / cc, r, an
-        else printf "| %s | %s | %.2f | | %.2f | | %.1f | %.1f |\n", k[1], k[2], w, c, r, an
+        if (cw > 0) printf "| %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %s |\n", k[1], k[2], w, w / cw, c, c / cc, r, an, t
+        else printf "| %s | %s | %.2f | | %.2f | | %.1f | %.1f | %s |\n", k[1], k[2], w, c, r, an, t
     }
     printf "\n| goal | measured | limit | |\n|---|---|---|---|\n"
-    goal("wall / curl, tmpfs (meterwise-auto)", W["tmpfs|meterwise-auto"] / W["tmpfs|curl"], 0.8, "%.2f")
-    goal("wall / curl, disk (meterwise-auto)", W["disk|meterwise-auto"] / W["disk|curl"], 1.0, "%.2f")
-    goal("CPU / curl, tmpfs (meterwise-auto)", C["tmpfs|meterwise-auto"] / C["tmpfs|curl"], 1.1, "%.2f")
-    goal("CPU / curl, disk (meterwise-auto)", C["disk|meterwise-auto"] / C["disk|curl"], 1.1, "%.2f")
-    goal("CPU with --print-sha256 / (curl + sha256sum)", C["tmpfs|meterwise-auto-sha256"] / C["tmpfs|curl+sha256sum"], 1.0, "%.2f")
+    for (i = 1; i <= count; i++) {
+        split(order[i], k, "|")
+        if (k[2] != "meterwise-auto" || !((k[1] "|curl") in W)) continue
+        t = k[1]; wl = (t ~ /disk/) ? 1.0 : 0.8
+        goal("wall / curl, " t " (meterwise-auto)", W[t "|meterwise-auto"] / W[t "|curl"], wl, "%.2f")
+        goal("CPU / curl, " t " (meterwise-auto)", C[t "|meterwise-auto"] / C[t "|curl"], 1.1, "%.2f")
+        if ((t "|aria2c-x4") in A) goal("peak anon MiB, " t " (aria2c-x4 as the limit)", A[t "|meterwise-auto"], A[t "|aria2c-x4"], "%.1f")
+        if (t ~ /^(https|h2)/) goal("most thrown away KiB in a run, " t " (meterwise-auto)", thrown[t "|meterwise-auto"] / 1024, 256, "%.0f")
+    }
+    if (("tmpfs|meterwise-auto-sha256") in C)
+        goal("CPU with --print-sha256 / (curl + sha256sum)", C["tmpfs|meterwise-auto-sha256"] / C["tmpfs|curl+sha256sum"], 1.0, "%.2f")
+    for (i = 1; i <= count; i++) {
+        split(order[i], k, "|")
+        if (k[1] ~ /-x[0-9]+$/) {
+            goal("slowest / median of " n[order[i]] " runs, " k[1] " (" k[2] ")", mxw[order[i]] / W[order[i]], 1.2, "%.2f")
+            goal("most thrown away KiB in a run, " k[1], thrown[order[i]] / 1024, 256, "%.0f")
+        }
+    }
     mx = 0; mn = 1e9
     for (i = 1; i <= count; i++) {
         split(order[i], k, "|")
-        if (k[2] == "meterwise-auto" && k[1] ~ /^tmpfs/) {
+        if (k[2] == "meterwise-auto" && k[1] ~ /^tmpfs-[0-9]+MiB$/) {
             a = A[order[i]]; if (a > mx) mx = a; if (a < mn) mn = a
             goal("peak anon MiB, " k[1] " (aria2c-x4 as the limit)", a, A[k[1] "|aria2c-x4"], "%.1f")
         }
+        if (k[2] == "meterwise-auto" && k[1] == "tmpfs") { a = A[order[i]]; if (a > mx) mx = a; if (a < mn) mn = a }
         if (k[2] ~ /^meterwise/) { if (R[order[i]] > rr) rr = R[order[i]] }
     }
     goal("peak anon, largest / smallest size (flat)", mx / mn, 1.25, "%.2f")

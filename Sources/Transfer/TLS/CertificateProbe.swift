@@ -15,6 +15,8 @@ enum CertificateProbe {
     {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.certificateVerification = .fullVerification
+        // As every connection of ours: a close never waits for the server's close_notify (TLSSettings).
+        configuration.shutdownTimeout = .zero
         guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
         let found = Mutex<CertificateFacts?>(nil)
         let serverName = NoProxy.address(host) == nil ? host : nil
