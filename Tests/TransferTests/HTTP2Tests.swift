@@ -10,18 +10,12 @@ import Testing
 struct HTTP2Tests {
     @Test(arguments: [true, false])
     func segmentsAreStreamsOfOneConnectionWhenAsked(http2: Bool) async throws {
-        let pki = try TestPKI()
-        defer { pki.remove() }
-        let fixture = Fixture()
-        defer { fixture.remove() }
-        let root = fixture.path("www")
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let sha = try NginxTests.writeRandom(root + "/object.bin", size: 24 << 20, seed: 26)
-        let nginx = try Nginx(
-            root: root,
-            tls: "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key"));",
-            http2: true)
-        defer { nginx.stop() }
+        try await TLSCommandTests.withTLSNginx(size: 24 << 20, http2: true) { pki, nginx, fixture, sha in
+            try await Self.check(http2: http2, pki: pki, nginx: nginx, fixture: fixture, sha: sha)
+        }
+    }
+
+    static func check(http2: Bool, pki: TestPKI, nginx: Nginx, fixture: Fixture, sha: String) async throws {
         var request = DownloadRequest(url: nginx.url("/object.bin"), destination: fixture.path("out.bin"))
         request.computeSHA256 = true
         request.tls = try TLSSettings.load(caFile: pki.path("ca.crt"))

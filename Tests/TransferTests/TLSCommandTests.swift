@@ -74,8 +74,12 @@ struct TLSCommandTests {
         #expect(half.stderr.contains("--key"))
     }
 
-    /// nginx with TLS serving `root`, its CA the test's; `extra` goes into the server block.
-    static func withTLSNginx(_ extra: String = "", _ body: (TestPKI, Nginx, Fixture, String) async throws -> Void)
+    /// nginx with TLS serving `root` (a random `object.bin` of `size` bytes, whose sha256 `body` gets), its CA
+    /// the test's; `extra` goes into the server block; `http2`: offered in ALPN.
+    static func withTLSNginx(
+        _ extra: String = "", size: Int = 2 << 20, http2: Bool = false,
+        _ body: (TestPKI, Nginx, Fixture, String) async throws -> Void
+    )
         async throws
     {
         let pki = try TestPKI()
@@ -84,10 +88,11 @@ struct TLSCommandTests {
         defer { fixture.remove() }
         let root = fixture.path("www")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let sha = try NginxTests.writeRandom(root + "/object.bin", size: 2 << 20, seed: 5)
+        let sha = try NginxTests.writeRandom(root + "/object.bin", size: size, seed: 5)
         let nginx = try Nginx(
             root: root,
-            tls: "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key")); \(extra)")
+            tls: "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key")); \(extra)",
+            http2: http2)
         defer { nginx.stop() }
         try await body(pki, nginx, fixture, sha)
     }
