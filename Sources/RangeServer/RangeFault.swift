@@ -44,6 +44,11 @@ public enum RangeFault: Sendable {
     /// that carries the object's last byte says `Connection: close`, and then the server never reads that
     /// connection again and never closes it: no `close_notify`, no FIN. A peer a client must never wait on.
     case mute
+    /// Answer a range with at most this many bytes: a valid 206 for the first part of what was asked (some
+    /// CDNs cap the size of a range).
+    case capRanges(Int64)
+    /// Send at about `bytesPerSecond` the responses whose body starts at byte `start` (one slow segment).
+    case throttleAt(start: Int64, bytesPerSecond: Int)
 }
 
 extension RangeFault {

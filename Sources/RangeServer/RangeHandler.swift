@@ -125,7 +125,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             // A mute server reads again between responses (keep-alive), never after the object's end.
             if server.mutes, !mute { _ = context.channel.setOption(ChannelOptions.autoRead, value: true) }
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
-                if final { server.finalByteSent(on: channel, mute: mute) }
+                server.responseSent(on: channel, mute: mute)
                 if !keep { channel.close(promise: nil) }
             }
             return

@@ -16,8 +16,8 @@ public final class RangeServer: Sendable {
         var bytesServed: Int64 = 0
         var openConnections = 0
         var peakConnections = 0
-        /// When a response last finished sending the object's final byte (flushed to the socket).
-        var lastFinalByte: ContinuousClock.Instant?
+        /// When a response last finished sending its body (flushed to the socket).
+        var lastResponseEnd: ContinuousClock.Instant?
         /// Connections a `mute` fault keeps open; closed by `shutdown()`.
         var muted: [any Channel] = []
     }
@@ -127,15 +127,15 @@ public final class RangeServer: Sendable {
         }
     }
 
-    /// When a response last finished sending the object's final byte (flushed to the socket); nil before.
-    public var lastFinalByte: ContinuousClock.Instant? { state.withLock { $0.lastFinalByte } }
+    /// When a response last finished sending its body (flushed to the socket); nil before.
+    public var lastResponseEnd: ContinuousClock.Instant? { state.withLock { $0.lastResponseEnd } }
 
     /// Whether connections go mute once they have sent the object's end (`RangeFault.mute`).
     var mutes: Bool { has { if case .mute = $0 { return true } else { return false } } }
 
-    func finalByteSent(on channel: any Channel, mute: Bool) {
+    func responseSent(on channel: any Channel, mute: Bool) {
         state.withLock {
-            $0.lastFinalByte = .now
+            $0.lastResponseEnd = .now
             if mute { $0.muted.append(channel) }
         }
     }
@@ -232,7 +232,8 @@ public final class RangeServer: Sendable {
                 headers: headers + [("Content-Range", "bytes */\(content.size)"), ("Content-Length", "0")],
                 content: nil, index: index
             )
-        case .range(var first, let last):
+        case .range(var first, var last):
+            for f in flags { if case .capRanges(let most) = f, most > 0 { last = min(last, first + most - 1) } }
             if first > 0,
                 case .earlierStart(let by, _)? = take(
                     &s, { if case .earlierStart = $0 { return true } else { return false } })
@@ -256,7 +257,10 @@ public final class RangeServer: Sendable {
             plan.cutAfter = after
             plan.reset = true
         }
-        for f in flags { if case .throttle(let bps) = f { plan.throttle = bps } }
+        for f in flags {
+            if case .throttle(let bps) = f { plan.throttle = bps }
+            if case .throttleAt(let start, let bps) = f, plan.start == start { plan.throttle = bps }
+        }
         return plan
     }
 

@@ -37,14 +37,14 @@ struct PeerWaitTests {
         }
     }
 
-    /// Runs the download; returns its result and how long after the server's last byte it returned.
+    /// Runs the download; returns its result and how long after the server's last response ended it returned.
     static func completed(_ request: DownloadRequest, server: RangeServer) async throws -> (DownloadResult, Duration) {
         let outcome = try await Download(request: request).run()
         let returned = ContinuousClock.now
         guard case .completed(let result) = outcome else {
             throw TransferError(.protocolViolation, "not completed: \(outcome)")
         }
-        let last = try #require(server.lastFinalByte)
+        let last = try #require(server.lastResponseEnd)
         return (result, returned - last)
     }
 
@@ -97,6 +97,50 @@ struct PeerWaitTests {
                 // The pause reads on for at most `PauseDrain.longest` (50 ms) and flushes a checkpoint.
                 #expect(took < .milliseconds(500), "\(cancel ? "cancel" : "pause") took \(took)")
             }
+        }
+    }
+
+    /// A server that caps the size of a range (a valid 206 for the first 300 000 bytes of what was asked, as
+    /// some CDNs do): each answer is taken as far as it goes and the next request goes on from there, with no
+    /// retry, no wait and nothing fetched twice.
+    @Test func aCappedRangeIsContinuedNotRetried() async throws {
+        try await Self.withServer(tls: false, faults: [.capRanges(300_000)]) { server, request, _ in
+            var request = request
+            request.maxRetries = 0
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            guard case .completed(let result) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(result.sha256 == Self.content.sha256Hex())
+            #expect(result.discardedBytes == 0)
+            #expect(result.refetchedBytes == 0)
+            let retries = events.filter { if case .retrying = $0 { return true } else { return false } }
+            #expect(retries.isEmpty, "\(retries)")
+            #expect(server.requests.allSatisfy { $0.status == 206 && $0.bodyBytes <= 300_000 })
+            #expect(server.requestCount >= Int(Self.content.size / 300_000))
+        }
+    }
+
+    /// One segment's request crawls (256 KiB/s for the 2 MiB it asked): the others take what it has not asked
+    /// for, then cut into its request rather than wait 8 s for it; the cut throws away little.
+    @Test func theEndDoesNotWaitOnACrawlingRequest() async throws {
+        try await Self.withServer(tls: false, faults: [.throttleAt(start: 4 << 20, bytesPerSecond: 256 << 10)]) {
+            server, request, _ in
+            var request = request
+            request.chunkSize = 256 << 10
+            let clock = ContinuousClock()
+            let started = clock.now
+            let outcome = try await Download(request: request).run()
+            let took = clock.now - started
+            guard case .completed(let result) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(result.sha256 == Self.content.sha256Hex())
+            #expect(server.requests.contains { $0.start == 4 << 20 }, "\(server.requests)")
+            #expect(took < .seconds(5), "took \(took)")
+            #expect(result.discardedBytes + result.refetchedBytes < 256 << 10, "\(result)")
         }
     }
 

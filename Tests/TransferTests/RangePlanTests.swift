@@ -59,6 +59,19 @@ struct RangePlanTests {
         #expect(plan.assign(segment: 3) == .init(next: 14 * Self.mib, end: 16 * Self.mib))
     }
 
+    @Test func aRequestTooSlowToWaitForMayBeCut() {
+        var plan = RangePlan(total: 16 * Self.mib, missing: [0..<(16 * Self.mib)], chunkSize: Self.mib)
+        _ = plan.assign(segment: 0)
+        #expect(plan.request(segment: 0, span: nil) == 16 * Self.mib)
+        plan.advance(segment: 0, to: 2 * Self.mib)
+        // Everything is asked for: nothing to take from a request that is not slow...
+        #expect(plan.assign(segment: 1) == nil)
+        // ...and the upper half of one that is, which then ends there.
+        #expect(plan.assign(segment: 1, slow: [0]) == .init(next: 9 * Self.mib, end: 16 * Self.mib))
+        #expect(plan.end(of: 0) == 9 * Self.mib)
+        #expect(plan.active[0]?.requested == 9 * Self.mib)
+    }
+
     @Test func theFirstBoundedAskStaysTheFirstSegmentsAfterTheSplit() {
         var plan = RangePlan.fresh(chunkSize: 4 * Self.mib)
         _ = plan.assign(segment: 0)

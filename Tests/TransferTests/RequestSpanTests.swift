@@ -40,6 +40,17 @@ struct RequestSpanTests {
         #expect(abs(got - expected) <= 1, "\(got) for \(rate) B/s over \(roundTrip)")
     }
 
+    @Test func aRequestIsTooSlowWhenItsRestWouldTakeOverTwoSeconds() {
+        // Not judged before half a second.
+        #expect(!RequestSpan.isTooSlow(left: 100 << 20, done: 0, elapsed: .milliseconds(400)))
+        // Nothing arrived in half a second.
+        #expect(RequestSpan.isTooSlow(left: 1, done: 0, elapsed: .milliseconds(500)))
+        // 1 MiB/s with 3 MiB left: 3 s; with 1 MiB left: 1 s.
+        #expect(RequestSpan.isTooSlow(left: 3 * Self.mib, done: Self.mib, elapsed: .seconds(1)))
+        #expect(!RequestSpan.isTooSlow(left: Self.mib, done: Self.mib, elapsed: .seconds(1)))
+        #expect(!RequestSpan.isTooSlow(left: 0, done: 0, elapsed: .seconds(10)))
+    }
+
     @Test func outlandishFiguresNeverTrap() {
         #expect(
             RequestSpan(rate: .infinity, roundTrip: .seconds(1)).bytes(

@@ -51,12 +51,7 @@ public enum TransferClient {
         let ms = Int64(noProgressTimeout.secondsDouble * 1000)
         c.timeout = .init(connect: .seconds(15), read: .milliseconds(max(ms, 100)))
         c.http1_1ConnectionDebugInitializer = { channel in
-            let allocator = channel.setOption(
-                ChannelOptions.recvAllocator,
-                value: AdaptiveRecvByteBufferAllocator(
-                    minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
-            )
-            let target = allocator.flatMap { () -> EventLoopFuture<Void> in
+            let target = receiveBuffers(channel).flatMap { () -> EventLoopFuture<Void> in
                 guard absoluteForm else { return channel.eventLoop.makeSucceededVoidFuture() }
                 return channel.eventLoop.submit {
                     let pipeline = channel.pipeline.syncOperations
@@ -70,16 +65,21 @@ public enum TransferClient {
         if http2 {
             // The connection's channel (under its streams): counted and governed like an HTTP/1.1 one.
             c.http2ConnectionDebugInitializer = { channel in
-                let allocator = channel.setOption(
-                    ChannelOptions.recvAllocator,
-                    value: AdaptiveRecvByteBufferAllocator(
-                        minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
-                )
-                guard let tap else { return allocator }
-                return allocator.flatMap { tap.register(channel, http2: true) }
+                let buffers = receiveBuffers(channel)
+                guard let tap else { return buffers }
+                return buffers.flatMap { tap.register(channel, http2: true) }
             }
         }
         return c
+    }
+
+    /// Receive buffers of 64 KiB to `receiveAllocation` for a new connection.
+    static func receiveBuffers(_ channel: any Channel) -> EventLoopFuture<Void> {
+        channel.setOption(
+            ChannelOptions.recvAllocator,
+            value: AdaptiveRecvByteBufferAllocator(
+                minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
+        )
     }
 
     /// The HTTP client's form of a proxy.

@@ -132,9 +132,10 @@ public struct RangePlan: Sendable, Equatable {
     }
 
     /// Gives `segment` its next range: pending work first, else the upper half of the largest assignment
-    /// (at least two chunks must remain there), never what the victim's request in flight asked for.
-    /// Nil when there is nothing left to take.
-    public mutating func assign(segment: Int) -> Assignment? {
+    /// (at least two chunks must remain there), never what the victim's request in flight asked for — unless
+    /// the victim is in `slow` (its request would take too long to wait for, `DownloadBoard`): then the cut may
+    /// fall inside that request, which ends there. Nil when there is nothing left to take.
+    public mutating func assign(segment: Int, slow: Set<Int> = []) -> Assignment? {
         if let a = active[segment], a.remaining > 0 { return a }
         if !pending.isEmpty {
             let r = pending.removeFirst()
@@ -142,23 +143,35 @@ public struct RangePlan: Sendable, Equatable {
             active[segment] = a
             return a
         }
-        guard
-            let (victim, va) = active.filter({ $0.key != segment && $0.value.end != Self.unknownEnd })
-                .max(by: { $0.value.unrequested < $1.value.unrequested }),
-            va.remaining >= 2 * chunkSize
-        else {
-            active[segment] = nil
-            return nil
+        let victims = active.filter {
+            $0.key != segment && $0.value.end != Self.unknownEnd && $0.value.remaining >= 2 * chunkSize
         }
-        let cut = max(alignUp(va.next + va.remaining / 2), alignUp(max(va.next, va.requested)))
-        guard cut > va.next, cut < va.end else {
-            active[segment] = nil
-            return nil
+        if let (victim, va) = victims.max(by: { $0.value.unrequested < $1.value.unrequested }),
+            let a = take(
+                from: victim, at: max(alignUp(va.next + va.remaining / 2), alignUp(max(va.next, va.requested))))
+        {
+            active[segment] = a
+            return a
         }
+        if let (victim, va) = victims.filter({ slow.contains($0.key) }).max(by: {
+            $0.value.remaining < $1.value.remaining
+        }),
+            let a = take(from: victim, at: alignUp(va.next + va.remaining / 2))
+        {
+            active[segment] = a
+            return a
+        }
+        active[segment] = nil
+        return nil
+    }
+
+    /// Ends `victim`'s assignment at `cut` and returns the rest as a new assignment; nil when `cut` is not
+    /// inside what it has left.
+    private mutating func take(from victim: Int, at cut: Int64) -> Assignment? {
+        guard let va = active[victim], cut > va.next, cut < va.end else { return nil }
         active[victim]!.end = cut
-        let a = Assignment(next: cut, end: va.end)
-        active[segment] = a
-        return a
+        active[victim]!.requested = min(va.requested, cut)
+        return Assignment(next: cut, end: va.end)
     }
 
     /// Records that `segment` received bytes up to `position`.

@@ -20,6 +20,18 @@ public struct RequestSpan: Sendable, Equatable {
     /// ...and no more than this (the longest the end of a download waits on another segment's request).
     public static let longest: Duration = .seconds(2)
 
+    /// A request is judged for slowness (`isTooSlow`) once it has run this long.
+    public static let judged: Duration = .milliseconds(500)
+
+    /// Whether a request in flight that received `done` bytes in `elapsed` and has `left` to go would take
+    /// longer than `longest` to finish at that rate: then an idle segment may cut into it rather than wait
+    /// (what the cut throws away is the slow connection's window, small at a low rate).
+    public static func isTooSlow(left: Int64, done: Int64, elapsed: Duration) -> Bool {
+        guard elapsed >= judged, left > 0 else { return false }
+        guard done > 0 else { return true }
+        return Double(left) / (Double(done) / elapsed.secondsDouble) > longest.secondsDouble
+    }
+
     /// The last request's body rate, bytes per second (nil: none measured yet).
     public var rate: Double?
     /// The lowest time to a response head seen on a connection already open (nil: none yet).

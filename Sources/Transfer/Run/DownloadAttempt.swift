@@ -88,7 +88,8 @@ extension DownloadRun {
                 switch event {
                 case .done:
                     workers -= 1
-                    if workers == 0, end == nil {
+                    // Done when every byte is in: segments still waiting for something to take are not waited on.
+                    if workers == 0 || board.plan.isComplete, end == nil {
                         end = .complete
                         group.cancelAll()
                     }
@@ -194,7 +195,17 @@ extension DownloadRun {
         var attempt = 0
         var span = RequestSpan()
         while true {
-            guard !board.isDraining, board.assign(id) != nil else { return .done }
+            if board.isDraining { return .done }
+            guard board.assign(id) != nil else {
+                // Nothing to take now; a request of another segment may yet prove too slow to wait for.
+                guard board.mayTakeLater(id) else { return .done }
+                do {
+                    try await Task.sleep(for: RequestSpan.judged / 2)
+                } catch {
+                    return .ended
+                }
+                continue
+            }
             let outcome = await fetch(id, board: board, writer: writer, span: &span)
             switch outcome {
             case .rangeDone:
@@ -340,7 +351,7 @@ extension DownloadRun {
                 case .failure(let error):
                     return .end(.failed(error))
                 }
-            case .body(let offset, _, let total, let validators):
+            case .body(let offset, let length, let total, let validators):
                 if let total, board.takeAdmission() {
                     if let failure = admissionProblem(total: total, have: board.counters.done) {
                         return .end(.failed(failure))
@@ -350,8 +361,10 @@ extension DownloadRun {
                 board.accept(
                     total: total, validators: validators, ranged: head.status == 206, segment: id,
                     contentType: head.contentType.map { String($0.prefix(200)) }, source: AnswerPath.place(url))
-                // A 206 ends where the ask did; a 200 carries the whole object.
-                let asked = head.status == 206 ? ask.last.map { $0 + 1 } ?? RangePlan.unknownEnd : RangePlan.unknownEnd
+                // A 206 ends where its Content-Range says: where the ask did, or sooner when the server caps the
+                // size of a range (the next request goes on from there); a 200 carries the whole object.
+                let asked =
+                    head.status == 206 ? length.map { offset + $0 } ?? RangePlan.unknownEnd : RangePlan.unknownEnd
                 let timing = RequestTiming(sent: sent, head: .now - sent)
                 return await consume(
                     response.body, from: offset, until: asked, id: id, board: board, writer: writer, timing: timing,

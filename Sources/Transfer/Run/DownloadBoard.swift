@@ -13,6 +13,8 @@ final class DownloadBoard: Sendable {
         var parts: @Sendable (Int64) -> Int
         /// The segments this attempt runs, once decided (nil before the first response of a fresh download).
         var segments: Int?
+        /// Where and when each segment's request in flight began (for `RequestSpan.isTooSlow`).
+        var requestStarts: [Int: (next: Int64, at: ContinuousClock.Instant)] = [:]
         var resumedBytes: Int64
         var written: Int64 = 0
         var fetched: Int64 = 0
@@ -105,7 +107,32 @@ final class DownloadBoard: Sendable {
     func setLearned(_ c: AsyncStream<Int>.Continuation) { state.withLock { $0.learned = c } }
     var plan: RangePlan { state.withLock { $0.plan } }
 
-    func assign(_ segment: Int) -> RangePlan.Assignment? { state.withLock { $0.plan.assign(segment: segment) } }
+    /// `segment`'s next range (`RangePlan.assign`); a request of another segment that is too slow to wait for
+    /// (`RequestSpan.isTooSlow`) may be cut.
+    func assign(_ segment: Int) -> RangePlan.Assignment? {
+        let now = ContinuousClock.now
+        return state.withLock { s in
+            var slow: Set<Int> = []
+            for (id, a) in s.plan.active where id != segment && a.requested > a.next {
+                guard let start = s.requestStarts[id] else { continue }
+                if RequestSpan.isTooSlow(left: a.requested - a.next, done: a.next - start.next, elapsed: now - start.at)
+                {
+                    slow.insert(id)
+                }
+            }
+            return s.plan.assign(segment: segment, slow: slow)
+        }
+    }
+    /// Whether another segment has a request in flight that `assign` could cut into once it proves too slow.
+    func mayTakeLater(_ segment: Int) -> Bool {
+        state.withLock { s in
+            s.plan.active.contains { id, a in
+                id != segment && a.requested > a.next && a.remaining >= 2 * s.plan.chunkSize
+                    && a.end != RangePlan.unknownEnd
+            }
+        }
+    }
+
     func end(of segment: Int) -> Int64 { state.withLock { $0.plan.end(of: segment) } }
     func release(_ segment: Int) { state.withLock { $0.plan.release(segment: segment) } }
 
@@ -127,6 +154,7 @@ final class DownloadBoard: Sendable {
             let span = figures.bytes(
                 segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)
             let upper = s.plan.request(segment: segment, span: span)
+            s.requestStarts[segment] = (next, .now)
             let openEnded = upper == RangePlan.unknownEnd || (s.known == nil && span == nil)
             return (RangeAsk(start: next, last: openEnded ? nil : upper - 1, ranged: true), s.known, hasLocal, hasAll)
         }
