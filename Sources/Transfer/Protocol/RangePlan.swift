@@ -143,9 +143,7 @@ public struct RangePlan: Sendable, Equatable {
             active[segment] = a
             return a
         }
-        let victims = active.filter {
-            $0.key != segment && $0.value.end != Self.unknownEnd && $0.value.remaining >= 2 * chunkSize
-        }
+        let victims = active.filter { $0.key != segment && isSplittable($0.value) }
         if let (victim, va) = victims.max(by: { $0.value.unrequested < $1.value.unrequested }),
             let a = take(
                 from: victim, at: max(alignUp(va.next + va.remaining / 2), alignUp(max(va.next, va.requested))))
@@ -163,6 +161,17 @@ public struct RangePlan: Sendable, Equatable {
         }
         active[segment] = nil
         return nil
+    }
+
+    /// Whether another segment than `segment` has a request in flight that `assign` could cut into, were it
+    /// too slow.
+    public func hasRequestToCut(besides segment: Int) -> Bool {
+        active.contains { $0.key != segment && $0.value.requested > $0.value.next && isSplittable($0.value) }
+    }
+
+    /// Whether an assignment may lose its upper half to an idle segment: a known end, two chunks left.
+    private func isSplittable(_ a: Assignment) -> Bool {
+        a.end != Self.unknownEnd && a.remaining >= 2 * chunkSize
     }
 
     /// Ends `victim`'s assignment at `cut` and returns the rest as a new assignment; nil when `cut` is not

@@ -124,14 +124,7 @@ final class DownloadBoard: Sendable {
         }
     }
     /// Whether another segment has a request in flight that `assign` could cut into once it proves too slow.
-    func mayTakeLater(_ segment: Int) -> Bool {
-        state.withLock { s in
-            s.plan.active.contains { id, a in
-                id != segment && a.requested > a.next && a.remaining >= 2 * s.plan.chunkSize
-                    && a.end != RangePlan.unknownEnd
-            }
-        }
-    }
+    func mayTakeLater(_ segment: Int) -> Bool { state.withLock { $0.plan.hasRequestToCut(besides: segment) } }
 
     func end(of segment: Int) -> Int64 { state.withLock { $0.plan.end(of: segment) } }
     func release(_ segment: Int) { state.withLock { $0.plan.release(segment: segment) } }
