@@ -88,6 +88,12 @@ uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length) {
     return value;
 }
 
+uint32_t mw_tcp_rcv_rtt(const struct mw_tcp_info *info, unsigned length) {
+    uint32_t value = 0;
+    mw_tcp_field(info, length, offsetof(struct tcp_info, tcpi_rcv_rtt), &value, sizeof(value));
+    return value;
+}
+
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>

@@ -48,6 +48,18 @@ struct GetCommand: AsyncParsableCommand {
     )
     var printSha256 = false
 
+    @Flag(
+        help:
+            "Give way to other traffic: the receive window follows the queuing delay the download causes (receiver-side LEDBAT; docs/background.md)."
+    )
+    var background = false
+
+    @Option(
+        help: ArgumentHelp(
+            "The queuing delay --background aims at, in milliseconds (default 5).", valueName: "ms",
+            visibility: .hidden))
+    var backgroundTarget: Int?
+
     @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
     var rate: String?
 
@@ -89,6 +101,9 @@ struct GetCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
+        if let backgroundTarget, !(1...1000).contains(backgroundTarget) {
+            throw ValidationError("--background-target must be between 1 and 1000 (milliseconds).")
+        }
         if let sha256, ExpectedSHA256.parse(sha256) == nil {
             throw ValidationError("--sha256: \(ExpectedSHA256.hint).")
         }
@@ -133,6 +148,8 @@ struct GetCommand: AsyncParsableCommand {
             request.tls = try connection.tls()
             request.proxy = try connection.proxySettings()
             request.http2 = connection.http2
+            request.background = background
+            if let backgroundTarget { request.backgroundTarget = .milliseconds(backgroundTarget) }
         } catch {
             if json {
                 _ = ProgressPrinter(mode: .json, url: shownURL, destination: request.destination).print(.failed(error))

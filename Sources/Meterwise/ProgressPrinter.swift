@@ -212,11 +212,22 @@ final class ProgressPrinter: Sendable {
     }
 
     private func progressFields(_ p: DownloadProgress) -> [(String, JSONValue)] {
-        [
+        var fields: [(String, JSONValue)] = [
             ("bytes_done", .int(p.bytesDone)), ("total_bytes", p.totalBytes.map { .int($0) } ?? .null),
             ("bytes_fetched", .int(p.bytesFetched)), ("bytes_per_second", .int(Int64(p.bytesPerSecond))),
             ("active_segments", .int(Int64(p.activeSegments))), ("discarded_bytes", .int(p.discardedBytes)),
         ]
+        if let b = p.background {
+            let base: JSONValue = b.baseDelay.map { .double($0) } ?? .null
+            let queuing: JSONValue = b.queuingDelay.map { .double($0) } ?? .null
+            let background: [(String, JSONValue)] = [
+                ("window", .int(Int64(b.window))), ("connections", .int(Int64(b.connections))),
+                ("base_delay", base), ("queuing_delay", queuing), ("target", .double(b.target)),
+                ("phase", .string(b.phase)),
+            ]
+            fields.append(("background", .object(background)))
+        }
+        return fields
     }
 }
 

@@ -61,6 +61,10 @@ uint64_t mw_tcp_bytes_received(const struct mw_tcp_info *info, unsigned length);
 uint32_t mw_tcp_min_rtt(const struct mw_tcp_info *info, unsigned length);
 /// The largest segment this end told the peer it may send (`tcpi_advmss`); 0 when unknown.
 uint32_t mw_tcp_advmss(const struct mw_tcp_info *info, unsigned length);
+/// The receiver's own round-trip estimate in microseconds (`tcpi_rcv_rtt`): from TCP timestamps, the time
+/// from an ACK this end sent to the data that echoes it, queues on the way included; it follows a lower
+/// sample at once and a higher one by an eighth per sample. 0 when unknown (no timestamps, no data yet).
+uint32_t mw_tcp_rcv_rtt(const struct mw_tcp_info *info, unsigned length);
 
 /// One TCP socket as the kernel's sock_diag reports it: `cookie` names the socket for its whole life,
 /// `inode` is the one in /proc/PID/fd (`socket:[N]`; 0 once no process holds the socket, or in a destroy

@@ -2,6 +2,9 @@ import CFileCalls
 import NIOCore
 import NIOSSL
 import Synchronization
+import Foundation
+
+let traceBackground = ProcessInfo.processInfo.environment["MW_BG_TRACE"] != nil
 
 /// The connections of one download's own HTTP client, for what a pause throws away.
 ///
@@ -49,6 +52,21 @@ final class ConnectionTap: Sendable {
         var counter: ReadCounter
         var governor: WindowGovernor
         var frozen = false
+        /// What the connection had read at the last turn (for what it received in a turn).
+        var turnRead: Int64 = 0
+        /// The kernel's receiver round trip at the last turn: one that has not moved had no new sample.
+        var turnRTT: UInt32 = 0
+    }
+
+    /// The background mode's window controller, shared by the connections, and how many of them may have a
+    /// request out (nil in the foreground).
+    private let background = Mutex<(controller: BackgroundWindow, connections: Int)?>(nil)
+
+    /// The background controller's figures now; nil in the foreground or before its first sample.
+    var backgroundState: BackgroundState? {
+        background.withLock { mode in
+            mode.flatMap { $0.controller.base == nil ? nil : $0.controller.state(connections: $0.connections) }
+        }
     }
 
     private let channels = Mutex<[ObjectIdentifier: Tapped]>([:])
@@ -98,34 +116,119 @@ final class ConnectionTap: Sendable {
     static let clampOption = ChannelOptions.Types.SocketOption(level: .tcp, name: windowClamp)
 
     /// Clamps each running connection's window to what its rate needs (`WindowGovernor`), so a pause finds
-    /// little in flight; called every `WindowGovernor.period`. A window a pause froze is left as it is: the check and
-    /// the clamp run on the connection's event loop, where `freezeWindows`' clamp comes after.
-    func governWindows() async {
+    /// little in flight; in `background` mode, to its share of the window the queuing delay allows
+    /// (`BackgroundWindow`) when that is less. Called every `WindowGovernor.period`. A window a pause froze is
+    /// left as it is: the check and the clamp run on the connection's event loop, where `freezeWindows`'
+    /// clamp comes after.
+    /// Returns how many connections background mode lets have a request out; nil for no limit.
+    @discardableResult
+    func governWindows(background wanted: Bool = false, target: Duration = BackgroundWindow.defaultTarget) async
+        -> Int?
+    {
         let open = channels.withLock { table in
             table.filter { !$0.value.frozen }.map { (key: $0.key, channel: $0.value.channel) }
         }
+        struct Turn {
+            var key: ObjectIdentifier
+            var channel: any Channel
+            var window: Int?
+            var delivered: Int64
+            var receiverRTT: UInt32
+            var minRTT: UInt32
+        }
+        var turns: [Turn] = []
+        var segment = 0
         for (key, channel) in open {
             guard let provider = channel as? any SocketOptionProvider,
                 let info: mw_tcp_info = try? await provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).get()
             else { continue }
             let length = UInt32(MemoryLayout<mw_tcp_info>.size)
             let micros = withUnsafePointer(to: info) { mw_tcp_min_rtt($0, length) }
-            let segment = withUnsafePointer(to: info) { Int(mw_tcp_advmss($0, length)) }
+            let mss = withUnsafePointer(to: info) { Int(mw_tcp_advmss($0, length)) }
+            let receiverRTT = withUnsafePointer(to: info) { mw_tcp_rcv_rtt($0, length) }
+            segment = max(segment, mss)
             let now = ContinuousClock.now
-            let window: Int? = channels.withLock { table in
+            let turn: Turn? = channels.withLock { table in
                 guard var entry = table[key], !entry.frozen else { return nil }
+                let read = entry.counter.total.load(ordering: .relaxed)
                 let window = entry.governor.window(
-                    read: entry.counter.total.load(ordering: .relaxed), at: now,
-                    minRTT: micros > 0 ? .microseconds(micros) : nil, segment: segment,
+                    read: read, at: now, minRTT: micros > 0 ? .microseconds(micros) : nil, segment: mss,
                     connections: open.count)
+                let delivered = max(0, read - entry.turnRead)
+                // A value that has not moved had no sample: the kernel takes none below its 1 ms clock step,
+                // and no higher one while data waits unread. It is stale, not current.
+                let fresh = receiverRTT != entry.turnRTT ? receiverRTT : 0
+                entry.turnRead = read
+                entry.turnRTT = receiverRTT
                 table[key] = entry
-                return window
+                return Turn(
+                    key: key, channel: channel, window: window, delivered: delivered, receiverRTT: fresh,
+                    minRTT: micros)
             }
-            guard let window else { continue }
+            if let turn { turns.append(turn) }
+        }
+        let background = backgroundShare(
+            turns.map { ($0.delivered, $0.receiverRTT, $0.minRTT) }, segment: segment, wanted: wanted,
+            target: target)
+        if let share = background?.share {
+            for index in turns.indices { turns[index].window = min(turns[index].window ?? share, share) }
+        }
+        for turn in turns {
+            guard let window = turn.window else { continue }
+            let (key, channel) = (turn.key, turn.channel)
             channel.eventLoop.execute { [self] in
                 guard channels.withLock({ $0[key].map { !$0.frozen } ?? false }) else { return }
                 _ = channel.setOption(Self.clampOption, value: SocketOptionValue(clamping: window))
             }
+        }
+        return background?.connections
+    }
+
+    /// The least window one connection is given in background mode: two of the peer's segments (so the
+    /// sender never waits on a window smaller than one), and no less than the kernel's own floor.
+    static func backgroundFloor(segment: Int) -> Int { max(kernelFloor, 2 * BackgroundWindow.segmentSize(segment)) }
+    /// The kernel raises a smaller TCP_WINDOW_CLAMP to this (SOCK_MIN_RCVBUF / 2).
+    static let kernelFloor = 2304
+
+    /// Feeds one turn to the background controller (made when the mode is turned on, dropped when it is
+    /// turned off) and returns each connection's share of its window and how many connections share it; nil
+    /// in the foreground, or while there is no sample yet. The round trip is the lowest new receiver estimate
+    /// among the connections: they share the bottleneck.
+    private func backgroundShare(
+        _ turns: [(delivered: Int64, receiverRTT: UInt32, minRTT: UInt32)], segment: Int, wanted: Bool,
+        target: Duration
+    ) -> (share: Int, connections: Int)? {
+        background.withLock { mode -> (share: Int, connections: Int)? in
+            guard wanted else {
+                mode = nil
+                return nil
+            }
+            let now = ContinuousClock.now
+            if mode == nil || mode?.controller.target != target {
+                mode = (BackgroundWindow(at: now, segment: segment, target: target), Int.max)
+            }
+            guard !turns.isEmpty, var (controller, _) = mode else { return nil }
+            let fresh = turns.filter { $0.delivered > 0 && $0.receiverRTT > 0 }.map(\.receiverRTT)
+            let delivered = turns.reduce(Int64(0)) { $0 + $1.delivered }
+            let least = Self.backgroundFloor(segment: segment)
+            let total = controller.update(
+                roundTrip: fresh.min().map { .microseconds($0) },
+                pathMinimum: turns.map(\.minRTT).filter { $0 > 0 }.min().map { .microseconds($0) },
+                delivered: delivered, segment: segment, floor: least, at: now)
+            guard let total else {
+                mode = (controller, Int.max)
+                return nil
+            }
+            // Not capped by the connections open now: segments waiting for their turn open none.
+            let connections =
+                controller.isHolding(at: now)
+                ? 0 : BackgroundWindow.connections(for: total, least: least, open: .max)
+            mode = (controller, connections)
+            if traceBackground {
+                let line = "bg \(now) n=\(turns.count) k=\(connections) rtts=\(turns.map(\.receiverRTT)) d=\(delivered) w=\(total) base=\(controller.base.map { "\($0)" } ?? "-") rtt=\(controller.roundTrip.map { "\($0)" } ?? "-") \(controller.phase)\n"
+                FileHandle.standardError.write(Data(line.utf8))
+            }
+            return (max(least, total / max(1, min(connections, turns.count))), connections)
         }
     }
 

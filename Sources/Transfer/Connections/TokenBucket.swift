@@ -58,13 +58,22 @@ final class RateLimiter: Sendable {
     var rate: Int64? { bucket.withLock { $0.rate } }
 
     /// Waits as long as the bucket says; cancellable. The wait ends early once `stop()` is true (checked
-    /// every `slice`): a pausing download writes what it has already received instead of holding it back.
+    /// every `slice`): a pausing download writes what it has already received instead of holding it back. A
+    /// change of rate meanwhile rescales what is left of the wait (none when the limit is lifted): a wait
+    /// taken at a slow pace does not outlast it.
     func wait(for bytes: Int, unless stop: () -> Bool = { false }) async throws {
         let now = self.now
-        let delay = bucket.withLock { $0.take(bytes, now: now) }
+        var (delay, rate) = bucket.withLock { ($0.take(bytes, now: now), $0.rate) }
         guard delay > .zero else { return }
-        let end = clock.now.advanced(by: delay)
+        var end = clock.now.advanced(by: delay)
         while !stop() {
+            let current = self.rate
+            if current != rate {
+                guard let current, let old = rate else { return }
+                let left = max(.zero, clock.now.duration(to: end))
+                end = clock.now.advanced(by: left * (Double(old) / Double(current)))
+                rate = current
+            }
             let left = clock.now.duration(to: end)
             guard left > .zero else { return }
             try await Task.sleep(for: min(left, Self.slice))

@@ -20,6 +20,13 @@ public struct RequestSpan: Sendable, Equatable {
     /// ...and no more than this (the longest the end of a download waits on another segment's request).
     public static let longest: Duration = .seconds(2)
 
+    /// In background mode (docs/background.md) a request is shorter, so a window shared among fewer
+    /// connections (`RequestGate`) takes effect soon: the first asks for `backgroundFirst`, each one after
+    /// for at most `backgroundLongest` at the segment's rate and at least `backgroundLeast`.
+    public static let backgroundFirst: Int64 = 256 << 10
+    public static let backgroundLeast: Int64 = 16 << 10
+    public static let backgroundLongest: Duration = .milliseconds(250)
+
     /// A request is judged for slowness (`isTooSlow`) once it has run this long.
     public static let judged: Duration = .milliseconds(500)
 
@@ -38,6 +45,8 @@ public struct RequestSpan: Sendable, Equatable {
     public var roundTrip: Duration?
     /// Requests recorded: the first one's head also waited for the connection (and its TLS handshake).
     public var requests = 0
+    /// Background mode's shorter requests.
+    public var background = false
 
     /// No request measured yet.
     public init(rate: Double? = nil, roundTrip: Duration? = nil) {
@@ -62,12 +71,14 @@ public struct RequestSpan: Sendable, Equatable {
     /// a response of this attempt has already been taken.
     public func bytes(segmented: Bool, lengthKnown: Bool, answered: Bool) -> Int64? {
         guard segmented else { return nil }
-        guard lengthKnown else { return answered ? nil : Self.first }
-        guard let rate, rate.isFinite, rate > 0, let roundTrip else { return Self.first }
+        let first = background ? Self.backgroundFirst : Self.first
+        guard lengthKnown else { return answered ? nil : first }
+        guard let rate, rate.isFinite, rate > 0, let roundTrip else { return first }
         let wanted = roundTrip.secondsDouble * Self.roundTrips
-        let seconds = min(max(wanted, Self.shortest.secondsDouble), Self.longest.secondsDouble)
+        let longest = background ? Self.backgroundLongest : Self.longest
+        let seconds = min(max(wanted, Self.shortest.secondsDouble), longest.secondsDouble)
         let span = rate * seconds
         guard span.isFinite, span < Double(Int64.max / 2) else { return nil }
-        return max(Self.least, Int64(span))
+        return max(background ? Self.backgroundLeast : Self.least, Int64(span))
     }
 }

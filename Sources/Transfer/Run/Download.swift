@@ -26,6 +26,7 @@ public final class Download: Sendable {
         var stopWaiters: [CheckedContinuation<Bool, Never>] = []
         var localAddress: String?
         var pausedProgress: DownloadProgress?
+        var background = false
     }
 
     /// The request this download carries out.
@@ -37,6 +38,8 @@ public final class Download: Sendable {
     let client: HTTPClient?
     let logger: Logger
     let limiter: RateLimiter
+    /// How many segments may have a request out: set by the window governor in background mode.
+    let gate = RequestGate()
     let control: Mutex<Control>
     let retry: RetryPolicy
     let wake = RetryWake()
@@ -58,6 +61,7 @@ public final class Download: Sendable {
         self.retry = RetryPolicy(cap: max(request.retryCap, .milliseconds(250)), maxAttempts: request.maxRetries)
         var control = Control()
         control.localAddress = request.localAddress
+        control.background = request.background
         self.control = Mutex(control)
         (events, sink) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
@@ -69,6 +73,15 @@ public final class Download: Sendable {
 
     /// The current rate limit.
     public var rateLimit: Int64? { limiter.rate }
+
+    /// Turns background mode on or off (docs/background.md); takes effect within one turn of the window
+    /// governor (20 ms).
+    public func setBackground(_ on: Bool) {
+        control.withLock { $0.background = on }
+    }
+
+    /// Whether the download runs in background mode now.
+    public var isBackground: Bool { control.withLock { $0.background } }
 
     /// Binds the next connections to this source address (nil: any). Requests in flight keep theirs.
     public func setLocalAddress(_ address: String?) {

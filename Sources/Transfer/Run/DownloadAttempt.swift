@@ -152,7 +152,11 @@ extension DownloadRun {
             } catch {
                 return
             }
-            if !board.isDraining { await tap.governWindows() }
+            if !board.isDraining {
+                let allowed = await tap.governWindows(
+                    background: download.isBackground, target: download.request.backgroundTarget)
+                if allowed != download.gate.allowed { download.gate.setAllowed(allowed) }
+            }
         }
     }
 
@@ -178,14 +182,11 @@ extension DownloadRun {
             }
             lastTime = now
             lastFetched = c.fetched
-            download.sink.yield(
-                .progress(
-                    DownloadProgress(
-                        bytesDone: c.done, totalBytes: c.total, bytesFetched: base + c.fetched, bytesPerSecond: rate,
-                        activeSegments: c.active
-                    )
-                )
-            )
+            var progress = DownloadProgress(
+                bytesDone: c.done, totalBytes: c.total, bytesFetched: base + c.fetched, bytesPerSecond: rate,
+                activeSegments: c.active)
+            progress.background = tap?.backgroundState
+            download.sink.yield(.progress(progress))
         }
     }
 
@@ -206,7 +207,15 @@ extension DownloadRun {
                 }
                 continue
             }
+            // Background mode may share its window among fewer segments: this one waits its turn.
+            span.background = download.isBackground
+            do {
+                guard try await download.gate.enter(unless: { board.isDraining }) else { return .done }
+            } catch {
+                return .ended
+            }
             let outcome = await fetch(id, board: board, writer: writer, span: &span)
+            download.gate.leave()
             switch outcome {
             case .rangeDone:
                 attempt = 0

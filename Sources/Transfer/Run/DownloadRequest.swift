@@ -61,6 +61,12 @@ public struct DownloadRequest: Sendable {
     /// Speak HTTP/2 where an https server offers it (ALPN): the segments are streams of one connection.
     /// Off by default: on the figures of bench/download, connections are faster here (docs/get.md).
     public var http2 = false
+    /// Background mode (docs/background.md): the receive window of the download's connections follows the
+    /// queuing delay they see (`BackgroundWindow`), so other traffic on the link keeps its latency. Change it
+    /// while running with `Download.setBackground(_:)`.
+    public var background = false
+    /// The queuing delay background mode aims at.
+    public var backgroundTarget: Duration = BackgroundWindow.defaultTarget
     /// Which proxy requests go through (none by default; `get` reads the environment).
     public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link
