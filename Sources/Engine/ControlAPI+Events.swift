@@ -50,6 +50,8 @@ extension ControlAPI {
             body.bytesDone = progress.bytesDone
             body.totalBytes = progress.totalBytes
             body.bytesPerSecond = progress.bytesPerSecond
+            body.mode = progress.backgroundMode ? "background" : "foreground"
+            body.background = progress.background.map(BackgroundFigures.init)
             return body
         case let .notice(job, text):
             var body = EventBody(event: "notice", job: job, at: date)

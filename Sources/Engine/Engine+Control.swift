@@ -55,6 +55,7 @@ extension Engine {
         record.certFile = spec.certFile
         record.keyFile = spec.keyFile
         record.proxy = spec.proxy
+        record.mode = spec.mode
         // The TLS files and the proxy are checked now, so a mistake is said to whoever adds the job; they are
         // read again (with the owner's rights) each time the transfer starts.
         do {
@@ -145,6 +146,8 @@ extension Engine {
             retryReason: active ? runtime.retryReason : nil,
             proxy: proxy(for: runtime.record)?.description)
         status.heldBy = final || heldByUser ? nil : runtime.decision?.heldBy
+        status.mode = final ? nil : runtime.mode.rawValue
+        if active { status.background = runtime.background.map(BackgroundFigures.init) }
         return status
     }
 
@@ -249,5 +252,14 @@ extension Engine {
     public func cancel(_ id: String, for asker: Asker = .process) async throws(EngineError) {
         _ = try runtime(id, for: asker)
         try await userRequest(id, .userCancel, stopReason: "cancelled by the user")
+    }
+}
+
+extension BackgroundFigures {
+    /// The wire form of a transfer's background figures.
+    init(_ b: BackgroundState) {
+        self.init(
+            window: b.window, connections: b.connections, baseDelay: b.baseDelay, queuingDelay: b.queuingDelay,
+            target: b.target, phase: b.phase)
     }
 }

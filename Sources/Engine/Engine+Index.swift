@@ -1,6 +1,7 @@
 import Foundation
 import MeterwiseClient
 import Policy
+import Transfer
 
 /// Reading and changing jobs whose records are in the store, not in memory: the queued ones (in `index`)
 /// and the finished ones.
@@ -82,6 +83,12 @@ extension Engine {
 
     /// The time each unfinished job that has paused has spent paused by the policy (a job that never
     /// started has none, and no series).
+    /// Each transferring job's mode and, in background mode, its figures (`/metrics`).
+    public func transferModes() -> [(job: String, mode: TransferMode, background: BackgroundState?)] {
+        jobs.values.filter { isTransferring($0.record.id) }.map { ($0.record.id, $0.mode, $0.background) }
+            .sorted { $0.job < $1.job }
+    }
+
     public func pausedSeconds() -> [(job: String, seconds: Double)] {
         var result = jobs.values.filter { !$0.record.state.isFinal }.map { runtime in
             var paused = runtime.pausedTotal

@@ -35,6 +35,7 @@ extension Engine {
             consumeEvents(id, download)
         }
         download.setRateLimit(rate)
+        download.setBackground(runtime.mode == .background)
         download.setLocalAddress(localAddress)
         let bound = localAddress != nil || link != snapshot.primary?.name
         runtime.boundLink = bound ? link : nil
@@ -147,6 +148,7 @@ extension Engine {
             }
             jobs[id]?.record.bytesDone = progress.bytesDone
             jobs[id]?.record.totalBytes = progress.totalBytes
+            jobs[id]?.background = progress.background
             totals.add(jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes))
             events.publish(.progress(job: id, progress))
             // A budget can run out mid-transfer: decide again while bytes count against one.

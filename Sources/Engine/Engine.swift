@@ -391,6 +391,8 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             var kept = decision
             kept.reasons = []
             jobs[id]!.decision = kept
+            // A rule's `mode` may change with the decision (a reload, another rule matching).
+            if let download = jobs[id]!.download { download.setBackground(jobs[id]!.mode == .background) }
         }
         let slotFree = activeCount < configuration.maxActive
         if case .start = action, slotFree, !index[slot].isLive {

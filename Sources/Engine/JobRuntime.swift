@@ -16,6 +16,8 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
     var link: String?
     var rate: Int64?
     var decision: Decision?
+    /// Background mode's figures from the transfer's last progress event; nil in the foreground.
+    var background: BackgroundState?
     /// When the current policy pause began, for the paused-time total.
     var pausedSince: Instant?
     var pausedTotal: Duration = .zero
@@ -32,6 +34,11 @@ struct JobRuntime<Instant: InstantProtocol & Sendable>: Sendable {
 
     init(record: JobRecord) {
         self.record = record
+    }
+
+    /// How the job transfers: its own `mode`, else the policy's, else background (docs/background.md).
+    var mode: TransferMode {
+        record.mode.flatMap(TransferMode.init(rawValue:)) ?? decision?.mode ?? .background
     }
 
     /// The current run's counts so far, added to what the job's earlier runs counted (saturating: a

@@ -126,6 +126,9 @@ public final class JobStore: Sendable {
         migrator.registerMigration("v7-discarded") { db in
             try db.execute(sql: "ALTER TABLE job ADD COLUMN discarded_bytes INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v8-mode") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN mode TEXT")
+        }
         return migrator
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Links
 import MeterwiseClient
 import Policy
+import Transfer
 
 /// The daemon's figures as Prometheus text (exposition format 0.0.4), for `GET /metrics` on the control
 /// socket, `--metrics-listen` and `--metrics-textfile` alike. Names follow Prometheus conventions: a
@@ -58,6 +59,34 @@ public enum Metrics {
             "meterwise_job_paused_seconds", .gauge, "Time each started, unfinished job has spent paused by the policy.")
         for (job, seconds) in paused {
             text.sample("meterwise_job_paused_seconds", ["job": job], seconds)
+        }
+        let modes = await engine.transferModes()
+        text.family(
+            "meterwise_job_transfer_mode_info", .gauge,
+            "Each transferring job's mode: background gives way to other traffic (docs/background.md).")
+        for (job, mode, _) in modes {
+            text.sample("meterwise_job_transfer_mode_info", ["job": job, "mode": mode.rawValue], 1)
+        }
+        for (name, help, value) in [
+            (
+                "meterwise_job_background_window_bytes",
+                "Background mode: the receive window a job's connections share.",
+                { (b: BackgroundState) -> Double? in Double(b.window) }
+            ),
+            (
+                "meterwise_job_base_delay_seconds", "Background mode: the lowest round trip of the path.",
+                { (b: BackgroundState) -> Double? in b.baseDelay }
+            ),
+            (
+                "meterwise_job_queuing_delay_seconds",
+                "Background mode: the round trip now less the base (the queue the link holds).",
+                { (b: BackgroundState) -> Double? in b.queuingDelay }
+            ),
+        ] {
+            text.family(name, .gauge, help)
+            for (job, _, background) in modes {
+                if let background, let v = value(background) { text.sample(name, ["job": job], v) }
+            }
         }
         text.family(
             "meterwise_primary_link_info", .gauge,

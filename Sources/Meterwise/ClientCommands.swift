@@ -44,6 +44,12 @@ struct AddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "background gives way to other traffic on the link (the default, unless a policy rule says otherwise); foreground takes the link as any download does (docs/background.md).",
+            valueName: "background|foreground"))
+    var mode: String?
+
+    @Option(
+        help: ArgumentHelp(
             "A separate HEAD URL (presigned URLs are signed per method); never required.", valueName: "url"))
     var headURL: String?
 
@@ -86,6 +92,9 @@ struct AddCommand: AsyncParsableCommand {
     func validate() throws {
         if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both.") }
         if let size, Units.parseBytes(size) == nil { throw ValidationError("bad --size \(size): \(Units.bytesHint)") }
+        if let mode, !JobSpec.modes.contains(mode) {
+            throw ValidationError("bad --mode \(mode): background or foreground")
+        }
         if let maxSize, Units.parseBytes(maxSize) == nil {
             throw ValidationError("bad --max-size \(maxSize): \(Units.bytesHint)")
         }
@@ -106,12 +115,13 @@ struct AddCommand: AsyncParsableCommand {
             path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         }
         let destination = absolute(output)
-        let spec = JobSpec(
+        var spec = JobSpec(
             url: url, destination: destination, headURL: headURL, sha256: sha256.flatMap(ExpectedSHA256.parse),
             size: size.flatMap(Units.parseBytes), priority: priority, tags: tags, allowMetered: allowMetered,
             allowRoaming: allowRoaming ? true : nil, segments: segments,
             maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
             certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
+        spec.mode = mode
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {
@@ -285,6 +295,23 @@ enum JobText {
         return "\(Int(Double(job.bytesDone) * 100 / Double(total)))% of \(Units.formatBytes(total))"
     }
 
+    /// Background mode's figures in a few words: `window 24.0 KiB over 2 connections, queue 3 ms over a
+    /// 0.04 ms path (target 5 ms)`.
+    static func background(_ b: BackgroundFigures) -> String {
+        let ms = { (seconds: Double) in
+            seconds < 0.001 ? String(format: "%.2f ms", seconds * 1000) : String(format: "%.0f ms", seconds * 1000)
+        }
+        var text =
+            b.connections == 0
+            ? "stepping aside for other traffic"
+            : "window \(Units.formatBytes(Int64(b.window)))"
+                + " over \(b.connections) connection\(b.connections == 1 ? "" : "s")"
+        if let queue = b.queuingDelay, let base = b.baseDelay {
+            text += ", queue \(ms(queue)) over a \(ms(base)) path"
+        }
+        return text + " (target \(ms(b.target)))"
+    }
+
     static func summary(_ status: JobStatus) -> String {
         // Every value here may be another user's or a server's words: escaped (`ShownText`), line by line.
         let shown: (String) -> String = ShownText.escaped
@@ -301,6 +328,10 @@ enum JobText {
             if let reason = status.retryReason { text += ": \(shown(reason))" }
         }
         if let sha = status.job.sha256 { text += "\n  sha256 \(shown(sha))" }
+        if status.job.state == .running, let mode = status.mode {
+            text += "\n  mode \(shown(mode))"
+            if let b = status.background { text += ": " + background(b) }
+        }
         return text
     }
 

@@ -134,9 +134,12 @@ public enum ControlAPI {
         /// stop after that (the event itself comes once it has, with its checkpoint written).
         public var decidedAt: Date?
         public var stopSeconds: Double?
+        /// A `progress` event: `background` or `foreground`, and background mode's figures.
+        public var mode: String?
+        public var background: BackgroundFigures?
 
         enum CodingKeys: String, CodingKey {
-            case event, job, at, primary, kind, action, rule, reason, link, sha256, rate, tags
+            case event, job, at, primary, kind, action, rule, reason, link, sha256, rate, tags, mode, background
             case bytesDone = "bytes_done", totalBytes = "total_bytes", bytesPerSecond = "bytes_per_second"
             case allowedLinks = "allowed_links", nextChange = "next_change"
             case decidedAt = "decided_at", stopSeconds = "stop_seconds"

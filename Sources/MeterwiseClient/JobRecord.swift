@@ -62,6 +62,9 @@ public struct JobRecord: Sendable, Codable, Hashable {
     public var certFile: String?
     public var keyFile: String?
     public var proxy: String?
+    /// `background` or `foreground` as the job asked (`JobSpec.mode`); nil: as the policy says, background
+    /// by default (docs/background.md).
+    public var mode: String?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -73,7 +76,7 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case bytesFetched = "bytes_fetched", refetchedBytes = "refetched_bytes", checkpointPath = "checkpoint_path"
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
         case maxSize = "max_size", interruptions, discardedBytes = "discarded_bytes"
-        case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy
+        case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
     }
 
     public init(

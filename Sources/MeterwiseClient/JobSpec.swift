@@ -21,6 +21,11 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public var keyFile: String?
     /// The proxy for this job (`http://HOST:PORT`); `""` connects directly; nil uses the daemon's.
     public var proxy: String?
+    /// `background` (give way to other traffic) or `foreground`; nil: as the policy says, background by
+    /// default (docs/background.md).
+    public var mode: String?
+    /// The values `mode` may take.
+    public static let modes = ["background", "foreground"]
 
     public init(
         url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
@@ -69,6 +74,9 @@ public struct JobSpec: Sendable, Codable, Hashable {
         }
         if (certFile == nil) != (keyFile == nil) { return "cert_file and key_file go together: give both or neither" }
         if let proxy, proxy.utf8.count > 4096 { return "proxy is longer than 4096 bytes" }
+        if let mode, !Self.modes.contains(mode) {
+            return "mode must be background or foreground, not \"\(ShownText.escaped(mode.prefix(40)))\""
+        }
         // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
         if ShownText.hasControl(destination) {
             return "destination contains control characters; rename it"
@@ -125,7 +133,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public enum CodingKeys: String, CodingKey, CaseIterable {
         case url, destination, sha256, size, priority, tags, segments
         case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming", maxSize = "max_size"
-        case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy
+        case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
     }
 
     /// Only `url` and `destination` are required; everything else has its default. A key this version does
@@ -156,6 +164,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
             certFile: try c.decodeIfPresent(String.self, forKey: .certFile),
             keyFile: try c.decodeIfPresent(String.self, forKey: .keyFile),
             proxy: try c.decodeIfPresent(String.self, forKey: .proxy))
+        mode = try c.decodeIfPresent(String.self, forKey: .mode)
     }
 }
 
@@ -173,10 +182,15 @@ public struct JobStatus: Sendable, Codable, Hashable {
     /// A rule that would let the job move more but for its spent budget: `cell-allowance: budget cell is
     /// used up`.
     public var heldBy: String?
+    /// How the job transfers: `background` or `foreground` (the job's own `mode`, else the policy's, else
+    /// background); nil for a finished job.
+    public var mode: String?
+    /// Background mode's live figures while the transfer runs.
+    public var background: BackgroundFigures?
 
     /// The JSON contract is snake_case (docs/api.md).
     enum CodingKeys: String, CodingKey {
-        case job, link, action
+        case job, link, action, mode, background
         case pausedSeconds = "paused_seconds", nextRetryAt = "next_retry_at", retryReason = "retry_reason", proxy =
             "via_proxy"
         case heldBy = "held_by"
@@ -193,6 +207,34 @@ public struct JobStatus: Sendable, Codable, Hashable {
         self.nextRetryAt = nextRetryAt
         self.retryReason = retryReason
         self.proxy = proxy
+    }
+}
+
+/// Background mode's figures for one running transfer (docs/background.md): the receive window all its
+/// connections share, how many connections may have a request out (0 while it steps aside for another
+/// flow), the lowest round trip and the queuing delay now (seconds), the target, and the controller's phase.
+public struct BackgroundFigures: Sendable, Codable, Hashable {
+    public var window: Int
+    public var connections: Int
+    public var baseDelay: Double?
+    public var queuingDelay: Double?
+    public var target: Double
+    public var phase: String
+
+    enum CodingKeys: String, CodingKey {
+        case window, connections, target, phase
+        case baseDelay = "base_delay", queuingDelay = "queuing_delay"
+    }
+
+    public init(
+        window: Int, connections: Int, baseDelay: Double?, queuingDelay: Double?, target: Double, phase: String
+    ) {
+        self.window = window
+        self.connections = connections
+        self.baseDelay = baseDelay
+        self.queuingDelay = queuingDelay
+        self.target = target
+        self.phase = phase
     }
 }
 

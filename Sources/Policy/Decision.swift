@@ -20,6 +20,9 @@ public struct Decision: Sendable, Hashable {
     public var spentBudget: SpentBudget?
     /// That rule and its budget in a few words, for lists: `cell-allowance: budget cell is used up`.
     public var heldBy: String?
+    /// The transfer mode the matched rule or `defaults` asks for; nil when neither says (a job's own
+    /// `mode` comes first, then this, then background).
+    public var mode: TransferMode?
 
     public init(
         action: Action, rate: Int64? = nil, allowedLinks: [String] = [], rule: String? = nil,

@@ -169,7 +169,9 @@ public struct DecisionContext: Sendable {
                     allowedLinks: rule.action == .pause ? [] : state.allowedLinks, rule: rule.name,
                     reasons: [head] + state.matchedTail, nextChange: nextChanges[index],
                     budgetKey: rule.action == .pause ? nil : state.budgetKey)
-                return withSpentBudgets(ConnectivityGate.apply(decision, rule: rule, uplinks: gated), held)
+                var moded = decision
+                moded.mode = rule.mode ?? policy.defaults.mode
+                return withSpentBudgets(ConnectivityGate.apply(moded, rule: rule, uplinks: gated), held)
             }
             if state.spentOnly, jobMisses.isEmpty, let spent = state.spent { held.append((rule, spent)) }
             if explaining { misses.append(.init(rule: rule.name, origin: rule.origin, why: state.misses + jobMisses)) }
@@ -230,9 +232,11 @@ public struct DecisionContext: Sendable {
             reasons.append("throttled to \(Units.formatBytes(rate))/s")
         }
         reasons.append("may use " + allowed.joined(separator: ", ") + " (via unmetered)")
-        return Decision(
+        var decision = Decision(
             action: defaults.action, rate: defaults.action == .throttle ? defaults.rate : nil,
             allowedLinks: allowed, rule: nil, reasons: reasons + linkReasons, nextChange: next)
+        decision.mode = defaults.mode
+        return decision
     }
 
     static func testJob(_ c: Condition, job: JobInfo, misses: inout [String], passes: inout [String]) {

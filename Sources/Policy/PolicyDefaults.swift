@@ -8,6 +8,8 @@ public struct PolicyDefaults: Sendable, Hashable {
     public var rate: Int64?
     /// How much of a job's filesystem stays free (`SpaceGate`); nil: no limit beyond the disk's size.
     public var keepFree: KeepFree?
+    /// `mode:` for jobs no rule gives one (nil: background, docs/background.md).
+    public var mode: TransferMode?
 
     public init(resumeAfter: Duration = .seconds(5), action: Action = .run, rate: Int64? = nil) {
         self.resumeAfter = resumeAfter

@@ -22,6 +22,7 @@ struct PolicyFile: Sendable {
     var keepFree: KeepFree?
     var action: Action?
     var rate: Int64?
+    var mode: TransferMode?
 }
 
 /// Merges parsed files in order into one `PolicySet` (see `PolicySet` for the rules of the merge).
@@ -55,6 +56,7 @@ struct PolicyMerger {
         }
         if let value = file.resumeAfter { policy.defaults.resumeAfter = value }
         if let value = file.keepFree { policy.defaults.keepFree = value }
+        if let value = file.mode { policy.defaults.mode = value }
         if let value = file.action {
             policy.defaults.action = value
             policy.defaults.rate = file.rate

@@ -11,6 +11,7 @@ extension PolicyParser {
         var rate: Int64?
         var via: Via?
         var budget: Budget?
+        var mode: TransferMode?
         var budgetLeftNode: Node?
         var sawThrottle = false
         for (key, _, value) in reader.mapping(node, what: "rule `\(name)`", allowed: ruleKeys) {
@@ -47,6 +48,7 @@ extension PolicyParser {
                     }
                 }
             case "budget": budget = readBudget(value, rule: name, reader: &reader)
+            case "mode": mode = readMode(value, reader: &reader)
             default: break
             }
         }
@@ -72,9 +74,11 @@ extension PolicyParser {
                 hint: "add `budget: { bytes: 500MiB, period: monthly }` to the rule")
         }
         guard let action else { return nil }
-        return Rule(
+        var rule = Rule(
             name: name, when: condition, action: action, rate: rate, via: via, budget: budget,
             origin: origin(node, reader))
+        rule.mode = mode
+        return rule
     }
 
     /// Reads `when:`; returns the `budget_left` node when there is one (it needs a budget on the rule).

@@ -9,13 +9,13 @@ enum PolicyParser {
     static let networkKeys = ["name", "match", "set", "before", "enabled"]
     static let matchKeys = ["kind", "link", "ssid", "driver", "mac", "subnet", "metered_hint"]
     static let setKeys = ["metered", "labels", "roaming"]
-    static let ruleKeys = ["name", "when", "action", "throttle", "via", "budget", "before", "enabled"]
+    static let ruleKeys = ["name", "when", "action", "throttle", "via", "budget", "mode", "before", "enabled"]
     static let whenKeys = [
         "metered", "kind", "labels", "link", "roaming", "days", "time", "size", "priority", "tags",
         "allow_metered", "allow_roaming", "budget_left", "connectivity", "power", "battery", "power_saver",
     ]
     static let budgetKeys = ["name", "bytes", "period", "resets", "per_user"]
-    static let defaultsKeys = ["resume_after", "action", "throttle", "keep_free"]
+    static let defaultsKeys = ["resume_after", "action", "throttle", "keep_free", "mode"]
     static let kindHint = "one of " + LinkKind.allCases.map(\.rawValue).joined(separator: ", ")
 
     static func parse(_ text: String, file: String) -> (PolicyFile?, [ConfigIssue]) {
@@ -110,6 +110,18 @@ enum PolicyParser {
 
     // MARK: defaults
 
+    /// `mode: background` or `mode: foreground`.
+    static func readMode(_ node: Node, reader: inout YAMLReader) -> TransferMode? {
+        guard let text = reader.string(node, what: "mode") else { return nil }
+        guard let mode = TransferMode(rawValue: text) else {
+            reader.record(
+                node, "unknown mode `\(text.prefix(40))`",
+                hint: "use `mode: background` (gives way to other traffic) or `mode: foreground`")
+            return nil
+        }
+        return mode
+    }
+
     static func readDefaults(_ node: Node, into file: inout PolicyFile, reader: inout YAMLReader) {
         var throttleNode: Node?
         for (key, keyNode, v) in reader.mapping(node, what: "defaults", allowed: defaultsKeys) {
@@ -129,6 +141,7 @@ enum PolicyParser {
             case "throttle":
                 throttleNode = keyNode
                 file.rate = reader.rate(v, what: "throttle", atMost: PolicyBounds.rate)
+            case "mode": file.mode = readMode(v, reader: &reader)
             case "keep_free":
                 guard let text = reader.string(v, what: "keep_free") else { continue }
                 if let value = KeepFree.parse(text) {

@@ -9,6 +9,8 @@ public struct Rule: Sendable, Hashable {
     /// Which links a running job may use; nil means the default (see `effectiveVia`).
     public var via: Via?
     public var budget: Budget?
+    /// `mode:`: how the jobs it matches transfer (nil: as the job or `defaults` say; docs/background.md).
+    public var mode: TransferMode?
     /// Where the rule was written, `file:line`.
     public var origin: String
 
@@ -40,6 +42,12 @@ public struct Rule: Sendable, Hashable {
     public var effectiveVia: Via {
         via ?? (allowsMetered ? .any : .unmetered)
     }
+}
+
+/// How a transfer shares the link (docs/background.md): `background` gives way to other traffic
+/// (receiver-side LEDBAT), `foreground` takes the link as any download does (BITS's FOREGROUND priority).
+public enum TransferMode: String, Sendable, Hashable, Codable, CaseIterable {
+    case background, foreground
 }
 
 /// What a job should do now.

@@ -140,7 +140,10 @@ public struct BackgroundWindow: Sendable {
 
         if delay > target {
             if lastDecrease.map({ now - $0 >= rtt }) ?? true {
-                if window <= floor && ratio >= Self.yieldRatio && !isHolding(at: now) {
+                // After a hold, a sample of the probe that follows it first: the delay seen during the hold is
+                // stale.
+                let probed = holdUntil.map { end in lastSample.map { $0 > end } ?? false } ?? true
+                if window <= floor && ratio >= Self.yieldRatio && !isHolding(at: now) && probed {
                     // One connection at its least window, and still another flow's queue: step aside.
                     holdLength = holdLength == .zero ? Self.firstHold : min(holdLength * 2, Self.longestHold)
                     holdUntil = now + holdLength
@@ -206,7 +209,7 @@ public struct BackgroundWindow: Sendable {
 }
 
 /// What a background download's window controller shows: for `status`, events and `/metrics`.
-public struct BackgroundState: Sendable, Equatable, Codable {
+public struct BackgroundState: Sendable, Equatable {
     /// The window of all the download's connections together, bytes.
     public var window: Int
     /// The lowest round trip of the history, seconds.

@@ -1,8 +1,8 @@
 import CFileCalls
+import Foundation
 import NIOCore
 import NIOSSL
 import Synchronization
-import Foundation
 
 let traceBackground = ProcessInfo.processInfo.environment["MW_BG_TRACE"] != nil
 
@@ -225,7 +225,8 @@ final class ConnectionTap: Sendable {
                 ? 0 : BackgroundWindow.connections(for: total, least: least, open: .max)
             mode = (controller, connections)
             if traceBackground {
-                let line = "bg \(now) n=\(turns.count) k=\(connections) rtts=\(turns.map(\.receiverRTT)) d=\(delivered) w=\(total) base=\(controller.base.map { "\($0)" } ?? "-") rtt=\(controller.roundTrip.map { "\($0)" } ?? "-") \(controller.phase)\n"
+                let line =
+                    "bg \(now) n=\(turns.count) k=\(connections) rtts=\(turns.map(\.receiverRTT)) d=\(delivered) w=\(total) base=\(controller.base.map { "\($0)" } ?? "-") rtt=\(controller.roundTrip.map { "\($0)" } ?? "-") \(controller.phase)\n"
                 FileHandle.standardError.write(Data(line.utf8))
             }
             return (max(least, total / max(1, min(connections, turns.count))), connections)

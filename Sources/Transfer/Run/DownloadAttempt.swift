@@ -185,7 +185,8 @@ extension DownloadRun {
             var progress = DownloadProgress(
                 bytesDone: c.done, totalBytes: c.total, bytesFetched: base + c.fetched, bytesPerSecond: rate,
                 activeSegments: c.active)
-            progress.background = tap?.backgroundState
+            progress.backgroundMode = download.isBackground
+            progress.background = progress.backgroundMode ? tap?.backgroundState : nil
             download.sink.yield(.progress(progress))
         }
     }

@@ -40,6 +40,8 @@ public struct DownloadProgress: Sendable, Equatable {
     /// Background mode's window, delays and pace (docs/background.md); nil in the foreground or before the
     /// first round-trip sample.
     public var background: BackgroundState?
+    /// Whether the download runs in background mode (docs/background.md).
+    public var backgroundMode = false
 
     /// Creates a snapshot.
     public init(
