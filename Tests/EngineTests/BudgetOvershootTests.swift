@@ -3,10 +3,12 @@ import Foundation
 import MeterwiseClient
 import Policy
 import Testing
+import Transfer
 
 /// A budget is overshot by no more than what was in flight when it ran out (docs/policy.md, "Budgets"):
 /// once the job's budget is used up its connections read nothing more, so past the budget only the
-/// buffers already in hand are counted — at most one receive buffer (64 KiB) per connection.
+/// buffers already in hand are counted — at most one receive buffer (`TransferClient.receiveAllocation`,
+/// 128 KiB) per connection.
 @Suite(.serialized) struct BudgetOvershootTests {
     static let policy = """
         version: 1
@@ -18,7 +20,7 @@ import Testing
             budget: { name: cell, bytes: 1MiB, period: daily }
         """
     static let segments = 4
-    static let bound: Int64 = Int64(segments) * (64 << 10)
+    static let bound: Int64 = Int64(segments) * Int64(TransferClient.receiveAllocation)
 
     /// 20 runs at loopback speed (no throttle: the worst case for a late pause), 4 segments each.
     @Test func overshootStaysWithinWhatWasInFlight() async throws {

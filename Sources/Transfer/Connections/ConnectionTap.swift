@@ -1,10 +1,7 @@
 import CFileCalls
-import Foundation
 import NIOCore
 import NIOSSL
 import Synchronization
-
-let traceBackground = ProcessInfo.processInfo.environment["MW_BG_TRACE"] != nil
 
 /// The connections of one download's own HTTP client, for what a pause throws away.
 ///
@@ -224,11 +221,6 @@ final class ConnectionTap: Sendable {
                 controller.isHolding(at: now)
                 ? 0 : BackgroundWindow.connections(for: total, least: least, open: .max)
             mode = (controller, connections)
-            if traceBackground {
-                let line =
-                    "bg \(now) n=\(turns.count) k=\(connections) rtts=\(turns.map(\.receiverRTT)) d=\(delivered) w=\(total) base=\(controller.base.map { "\($0)" } ?? "-") rtt=\(controller.roundTrip.map { "\($0)" } ?? "-") \(controller.phase)\n"
-                FileHandle.standardError.write(Data(line.utf8))
-            }
             return (max(least, total / max(1, min(connections, turns.count))), connections)
         }
     }

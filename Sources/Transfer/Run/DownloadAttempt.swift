@@ -208,9 +208,11 @@ extension DownloadRun {
                 }
                 continue
             }
-            // Background mode may share its window among fewer segments: this one waits its turn.
+            // Background mode may share its window among fewer segments: this one waits its turn. A spent
+            // allowance (a budget) starts no request: its first buffer would count past it.
             span.background = download.isBackground
             do {
+                if let allowance = request.allowance, !allowance() { try await holdReads(until: allowance) }
                 guard try await download.gate.enter(unless: { board.isDraining }) else { return .done }
             } catch {
                 return .ended
