@@ -33,23 +33,16 @@ if [ -n "$missing" ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-if [ -z "${BIN:-}" ]; then
-    echo "building the release binary into $ROOT/.build-release ..." >&2
-    root="$ROOT"; source "$ROOT/packaging/release-flags.sh"
-    swift build -c release "${release_flags[@]}" --scratch-path "$ROOT/.build-release" --product meterwise >&2
-    BIN="$ROOT/.build-release/release/meterwise"
-fi
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_binary "$ROOT"
 
 NS="mw-bg-c$$"
 NS_SERVER="mw-bg-s$$"
 WORK=$(mktemp -d /dev/shm/mw-bg.XXXXXX)
 cleanup() {
     [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
-    for ns in "$NS" "$NS_SERVER"; do
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-        ip netns del "$ns" 2>/dev/null || true
-    done
+    bench_netns_remove "$NS" "$NS_SERVER"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -60,37 +53,12 @@ chmod 755 "$WORK" "$WORK/www"
 # drive.py makes the smaller files.
 head -c $((256 << 20)) /dev/urandom >"$WORK/www/endless.bin"
 
-ip netns add "$NS"
-ip netns add "$NS_SERVER"
-ip -n "$NS_SERVER" link add mwbs type veth peer name mwbc netns "$NS"
-ip -n "$NS_SERVER" addr add 10.78.0.1/24 dev mwbs
-ip -n "$NS" addr add 10.78.0.2/24 dev mwbc
-ip -n "$NS_SERVER" link set mwbs up
-ip -n "$NS_SERVER" link set lo up
-ip -n "$NS" link set mwbc up
-ip -n "$NS" link set lo up
+bench_netns_pair "$NS" "$NS_SERVER" mwbc mwbs 10.78.0.2/24 10.78.0.1/24
 ip netns exec "$NS_SERVER" ethtool -K mwbs tso off gso off gro off >/dev/null 2>&1 || true
 ip netns exec "$NS" ethtool -K mwbc tso off gso off gro off >/dev/null 2>&1 || true
 ip netns exec "$NS_SERVER" sysctl -qw net.ipv4.tcp_congestion_control=reno
 
-cat >"$WORK/nginx.conf" <<CONF
-daemon on;
-worker_processes 1;
-error_log $WORK/logs/error.log warn;
-pid $WORK/nginx.pid;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/tmp/body;
-    proxy_temp_path $WORK/tmp/proxy;
-    fastcgi_temp_path $WORK/tmp/fastcgi;
-    uwsgi_temp_path $WORK/tmp/uwsgi;
-    scgi_temp_path $WORK/tmp/scgi;
-    default_type application/octet-stream;
-    sendfile on;
-    server { listen 10.78.0.1:8080; root $WORK/www; }
-}
-CONF
+bench_nginx_conf "$WORK" "server { listen 10.78.0.1:8080; root $WORK/www; }" >"$WORK/nginx.conf"
 ip netns exec "$NS_SERVER" "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 sleep 0.3
 

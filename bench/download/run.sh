@@ -38,12 +38,9 @@ done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 TINYPROXY=$(command -v tinyproxy || echo /usr/sbin/tinyproxy)
 
-if [ -z "${BIN:-}" ]; then
-    echo "building the release binary (static stdlib) into $SCRATCH ..." >&2
-    root="$ROOT"; source "$ROOT/packaging/release-flags.sh"
-    swift build -c release "${release_flags[@]}" --scratch-path "$SCRATCH" --product meterwise >&2
-    BIN="$SCRATCH/release/meterwise"
-fi
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_binary "$ROOT" "$SCRATCH"
 
 cleanup() {
     if [ -f "$WORK/nginx.pid" ]; then kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true; fi
@@ -91,29 +88,10 @@ CONF
 "$TINYPROXY" -d -c "$WORK/tinyproxy.conf" >/dev/null 2>&1 &
 PROXY_PID=$!
 
-cat >"$WORK/nginx.conf" <<CONF
-daemon on;
-worker_processes 1;
-error_log $WORK/logs/error.log warn;
-pid $WORK/nginx.pid;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/tmp/body;
-    proxy_temp_path $WORK/tmp/proxy;
-    fastcgi_temp_path $WORK/tmp/fastcgi;
-    uwsgi_temp_path $WORK/tmp/uwsgi;
-    scgi_temp_path $WORK/tmp/scgi;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    server { listen 127.0.0.1:$PORT; root $WORK/www; }
-    ssl_certificate $WORK/server.pem;
-    ssl_certificate_key $WORK/server.key;
-    server { listen 127.0.0.1:$TLS_PORT ssl; root $WORK/www; }
-    server { listen 127.0.0.1:$H2_PORT ssl http2; root $WORK/www; }
-}
-CONF
+bench_nginx_conf "$WORK" "server { listen 127.0.0.1:$PORT; root $WORK/www; }" \
+    "ssl_certificate $WORK/server.pem;" "ssl_certificate_key $WORK/server.key;" \
+    "server { listen 127.0.0.1:$TLS_PORT ssl; root $WORK/www; }" \
+    "server { listen 127.0.0.1:$H2_PORT ssl http2; root $WORK/www; }" >"$WORK/nginx.conf"
 "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 sleep 0.5
 URL="http://127.0.0.1:$PORT/object.bin"

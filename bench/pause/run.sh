@@ -21,20 +21,14 @@ RATE=${RATE:-100mbit}
 QUEUE_MS=${QUEUE_MS:-50}
 SIZE_MIB=${SIZE_MIB:-512}
 if [ "$(id -u)" -ne 0 ]; then echo "bench/pause: needs root (a network namespace)" >&2; exit 77; fi
-if [ -z "${BIN:-}" ]; then
-    root="$ROOT"; source "$ROOT/packaging/release-flags.sh"
-    swift build -c release "${release_flags[@]}" --scratch-path "$ROOT/.build-release" --product meterwise >&2
-    BIN="$ROOT/.build-release/release/meterwise"
-fi
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_binary "$ROOT"
 NS="mw-pause-c$$"
 NS_SERVER="mw-pause-s$$"
 WORK=$(mktemp -d /dev/shm/mw-pause.XXXXXX)
 cleanup() {
-    for ns in "$NS" "$NS_SERVER"; do
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-        ip netns del "$ns" 2>/dev/null || true
-    done
+    bench_netns_remove "$NS" "$NS_SERVER"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -43,14 +37,7 @@ trap cleanup EXIT
 export ACKED_OFFSET=120 SENT_OFFSET=200 RETRANS_OFFSET=208
 head -c "$((SIZE_MIB << 20))" /dev/urandom >"$WORK/object.bin"
 SHA=$(sha256sum "$WORK/object.bin" | cut -d' ' -f1)
-ip netns add "$NS"
-ip netns add "$NS_SERVER"
-ip -n "$NS_SERVER" link add mwps type veth peer name mwpc netns "$NS"
-ip -n "$NS_SERVER" addr add 10.77.0.1/24 dev mwps
-ip -n "$NS" addr add 10.77.0.2/24 dev mwpc
-ip -n "$NS_SERVER" link set mwps up
-ip -n "$NS" link set mwpc up
-ip -n "$NS" link set lo up
+bench_netns_pair "$NS" "$NS_SERVER" mwpc mwps 10.77.0.2/24 10.77.0.1/24
 burst=$(( $(echo "$RATE" | sed 's/mbit//') * 1000000 / 8 / 250 ))   # 4 ms of tokens
 [ "$burst" -lt 16384 ] && burst=16384
 ip netns exec "$NS_SERVER" tc qdisc add dev mwps root tbf rate "$RATE" burst "$burst" latency "${QUEUE_MS}ms"
