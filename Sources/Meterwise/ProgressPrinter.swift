@@ -218,8 +218,8 @@ final class ProgressPrinter: Sendable {
             ("active_segments", .int(Int64(p.activeSegments))), ("discarded_bytes", .int(p.discardedBytes)),
         ]
         if let b = p.background {
-            let base: JSONValue = b.baseDelay.map { .double($0) } ?? .null
-            let queuing: JSONValue = b.queuingDelay.map { .double($0) } ?? .null
+            let base: JSONValue = b.baseDelay.map { .micros($0) } ?? .null
+            let queuing: JSONValue = b.queuingDelay.map { .micros($0) } ?? .null
             let background: [(String, JSONValue)] = [
                 ("window", .int(Int64(b.window))), ("connections", .int(Int64(b.connections))),
                 ("base_delay", base), ("queuing_delay", queuing), ("target", .double(b.target)),
@@ -237,6 +237,8 @@ enum JSONValue {
     case int(Int64)
     /// Seconds and other fractions, to the millisecond.
     case double(Double)
+    /// Seconds to the microsecond (round trips and queuing delays).
+    case micros(Double)
     case null
     case object([(String, JSONValue)])
 
@@ -244,6 +246,7 @@ enum JSONValue {
         switch self {
         case .int(let v): return String(v)
         case .double(let v): return v.isFinite ? String((v * 1000).rounded() / 1000) : "null"
+        case .micros(let v): return v.isFinite ? String((v * 1_000_000).rounded() / 1_000_000) : "null"
         case .null: return "null"
         case .string(let s): return Self.quote(s)
         case .object(let fields):

@@ -43,6 +43,9 @@ public struct BackgroundWindow: Sendable {
     static let longestHold: Duration = .seconds(1)
     /// The window a new download starts with, in segments (TCP's initial window).
     static let initialSegments = 10
+    /// How many connections may have a request out before the first sample: the starting window's floors
+    /// of two segments each.
+    public static let startingConnections = initialSegments / 2
     /// The largest window: more than the kernel's largest receive buffer changes nothing.
     static let ceiling = 64 << 20
 

@@ -167,7 +167,7 @@ final class ConnectionTap: Sendable {
         let background = backgroundShare(
             turns.map { ($0.delivered, $0.receiverRTT, $0.minRTT) }, segment: segment, wanted: wanted,
             target: target)
-        if let share = background?.share {
+        if let share = background?.share ?? nil {
             for index in turns.indices { turns[index].window = min(turns[index].window ?? share, share) }
         }
         for turn in turns {
@@ -194,8 +194,8 @@ final class ConnectionTap: Sendable {
     private func backgroundShare(
         _ turns: [(delivered: Int64, receiverRTT: UInt32, minRTT: UInt32)], segment: Int, wanted: Bool,
         target: Duration
-    ) -> (share: Int, connections: Int)? {
-        background.withLock { mode -> (share: Int, connections: Int)? in
+    ) -> (share: Int?, connections: Int)? {
+        background.withLock { mode -> (share: Int?, connections: Int)? in
             guard wanted else {
                 mode = nil
                 return nil
@@ -204,7 +204,9 @@ final class ConnectionTap: Sendable {
             if mode == nil || mode?.controller.target != target {
                 mode = (BackgroundWindow(at: now, segment: segment, target: target), Int.max)
             }
-            guard !turns.isEmpty, var (controller, _) = mode else { return nil }
+            guard !turns.isEmpty, var (controller, _) = mode else {
+                return (nil, BackgroundWindow.startingConnections)
+            }
             let fresh = turns.filter { $0.delivered > 0 && $0.receiverRTT > 0 }.map(\.receiverRTT)
             let delivered = turns.reduce(Int64(0)) { $0 + $1.delivered }
             let least = Self.backgroundFloor(segment: segment)
@@ -213,14 +215,18 @@ final class ConnectionTap: Sendable {
                 pathMinimum: turns.map(\.minRTT).filter { $0 > 0 }.min().map { .microseconds($0) },
                 delivered: delivered, segment: segment, floor: least, at: now)
             guard let total else {
-                mode = (controller, Int.max)
-                return nil
+                // No sample yet: the windows are the foreground's, but no more requests go out than the
+                // starting window holds floors (16 segments' first requests would otherwise all be out).
+                let connections = BackgroundWindow.connections(for: controller.window, least: least, open: .max)
+                mode = (controller, connections)
+                return (nil, connections)
             }
             // Not capped by the connections open now: segments waiting for their turn open none.
             let connections =
                 controller.isHolding(at: now)
                 ? 0 : BackgroundWindow.connections(for: total, least: least, open: .max)
-            mode = (controller, connections)
+            // Shown: no more than are open.
+            mode = (controller, min(connections, turns.count))
             return (max(least, total / max(1, min(connections, turns.count))), connections)
         }
     }

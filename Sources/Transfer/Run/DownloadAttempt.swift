@@ -62,6 +62,9 @@ extension DownloadRun {
                 return .ended
             }
             if let tap {
+                // Background mode: before the governor's first turn, no more requests than a starting window
+                // holds floors (a download of 16 segments would otherwise send all 16 at once).
+                download.gate.setAllowed(download.isBackground ? BackgroundWindow.startingConnections : nil)
                 group.addTask {
                     await governor(tap, board: board)
                     return .ended
