@@ -37,7 +37,7 @@ public struct DownloadProgress: Sendable, Equatable {
     /// Bytes received in this run that were thrown away: read and not kept (past a range's end, a refused
     /// response's body) or left unread in the kernel when a connection closed (a pause).
     public var discardedBytes: Int64
-    /// Background mode's window, delays and pace (docs/background.md); nil in the foreground or before the
+    /// Background mode's window, connections and delays (docs/background.md); nil in the foreground or before the
     /// first round-trip sample.
     public var background: BackgroundState?
     /// Whether the download runs in background mode (docs/background.md).
