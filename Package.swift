@@ -91,11 +91,14 @@ let package = Package(
         .target(name: "CFileCalls"),
         // CRC-32C with SSE 4.2 / ARMv8 CRC chosen at run time: the partial file's per-chunk checksums (Transfer only).
         .target(name: "CCRC32C"),
+        // zsync's block checksums (MD4, the rolling sum) and the seed scan: the hot loop of delta downloads
+        // (Transfer only).
+        .target(name: "CBlockSums"),
         // The checkpointed ranged downloader (library product MeterwiseTransfer).
         .target(
             name: "Transfer",
             dependencies: [
-                "CFileCalls", "CCRC32C",
+                "CFileCalls", "CCRC32C", "CBlockSums",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

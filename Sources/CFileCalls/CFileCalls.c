@@ -55,6 +55,27 @@ int mw_is_procfs(int fd) {
 
 int mw_start_writeback(int fd) { return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }
 
+int64_t mw_copy_range(int in, int64_t in_offset, int out, int64_t out_offset, int64_t length) {
+    int64_t done = 0;
+    while (done < length) {
+        loff_t from = in_offset + done, to = out_offset + done;
+        ssize_t n = copy_file_range(in, &from, out, &to, (size_t)(length - done), 0);
+        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+            char buffer[1 << 16];
+            size_t want = (size_t)(length - done) < sizeof buffer ? (size_t)(length - done) : sizeof buffer;
+            n = pread(in, buffer, want, in_offset + done);
+            if (n > 0 && pwrite(out, buffer, (size_t)n, out_offset + done) != n) return -1;
+        }
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (n == 0) break;
+        done += n;
+    }
+    return done;
+}
+
 #include <linux/tcp.h>
 #include <stddef.h>
 #include <string.h>

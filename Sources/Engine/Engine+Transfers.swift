@@ -173,6 +173,8 @@ extension Engine {
             totals.add(jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes))
         case .completed, .cancelled, .failed:
             break  // run() returns these; runEnded handles them
+        case .delta:
+            break  // daemon jobs do not run deltas yet (docs/delta.md)
         }
     }
 

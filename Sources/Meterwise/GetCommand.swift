@@ -60,6 +60,24 @@ struct GetCommand: AsyncParsableCommand {
             visibility: .hidden))
     var backgroundTarget: Int?
 
+    @Flag(
+        help:
+            "Fetch only what changed (docs/delta.md): read the zsync control file URL.zsync, take every block the file at -o and the --seed files already hold, and fetch the rest."
+    )
+    var zsync = false
+
+    @Option(
+        name: .customLong("zsync-url"),
+        help: ArgumentHelp(
+            "The control file's URL or path, when it is not URL.zsync (`--zsync CONTROL` works too).",
+            valueName: "control"))
+    var zsyncURL: String?
+
+    @Option(
+        name: .customLong("seed"),
+        help: ArgumentHelp("An older version to take blocks from (with --zsync; may be repeated).", valueName: "file"))
+    var seeds: [String] = []
+
     @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
     var rate: String?
 
@@ -123,6 +141,9 @@ struct GetCommand: AsyncParsableCommand {
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
         }
+        if !seeds.isEmpty, !zsync, zsyncURL == nil {
+            throw ValidationError("--seed needs --zsync: seeds are read for a delta download only.")
+        }
         if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
@@ -143,6 +164,7 @@ struct GetCommand: AsyncParsableCommand {
         request.lowSpeedLimit = Units.parseBytes(speedLimit) ?? 1024
         request.lowSpeedTime = .seconds(speedTime)
         request.maxRetries = retries
+        if zsync || zsyncURL != nil { request.delta = DeltaSource(control: zsyncURL, seeds: seeds) }
         let shownURL = RedactedURL.redact(url)
         do throws(TransferError) {
             request.tls = try connection.tls()
@@ -244,7 +266,7 @@ struct GetCommand: AsyncParsableCommand {
     /// The exit code for a failure (docs/get.md).
     static func exitCode(for code: TransferError.Code) -> Int32 {
         switch code {
-        case .checksumMismatch, .lengthMismatch: return 65
+        case .checksumMismatch, .lengthMismatch, .controlFile: return 65
         case .destinationExists: return 73
         case .fileSystem: return 74
         case .invalidURL: return 64

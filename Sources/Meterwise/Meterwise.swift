@@ -21,7 +21,7 @@ enum Main {
             handler.logLevel = level
             return handler
         }
-        await Meterwise.main()
+        await Meterwise.main(ZsyncArgument.rewrite(Array(CommandLine.arguments.dropFirst())))
     }
 }
 

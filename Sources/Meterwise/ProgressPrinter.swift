@@ -125,8 +125,53 @@ final class ProgressPrinter: Sendable {
             return true
         case .failed:
             return true
+        case .delta(let stage):
+            printDelta(stage)
         }
         return false
+    }
+
+    private func printDelta(_ stage: DeltaStage) {
+        switch stage {
+        case .resumed(let blocks, let of):
+            line("Resuming: \(blocks) of \(of) blocks are already in the partial file.")
+        case .scanning(let seed, let scanned, let size):
+            // Only on a terminal: a plain log gets the line that ends the scan.
+            guard mode == .tty, scanned < size, due(every: 0.25) else { return }
+            write(
+                "\r\u{1B}[K" + "Scanning \(seed): \(Units.formatBytes(scanned)) of \(Units.formatBytes(size))",
+                stdout: false)
+            last.withLock { $0.barShown = true }
+        case .scanned(let seed, let blocks, let of, let seconds):
+            line("Scanned \(seed) in \(String(format: "%.1f", seconds)) s: \(blocks) of \(of) blocks found.")
+        case .planned(let toFetch, let reused, let total):
+            line(
+                "\(Units.formatBytes(toFetch)) to fetch of \(Units.formatBytes(total)); \(Units.formatBytes(reused)) from the old copy."
+            )
+        }
+    }
+
+    private func deltaFields(_ stage: DeltaStage) -> [(String, JSONValue)]? {
+        switch stage {
+        case .resumed(let blocks, let of):
+            return [("stage", .string("resumed")), ("blocks", .int(Int64(blocks))), ("blocks_total", .int(Int64(of)))]
+        case .scanning(let seed, let scanned, let size):
+            guard due(every: 0.5) else { return nil }
+            return [
+                ("stage", .string("scanning")), ("seed", .string(seed)), ("scanned_bytes", .int(scanned)),
+                ("seed_bytes", .int(size)),
+            ]
+        case .scanned(let seed, let blocks, let of, let seconds):
+            return [
+                ("stage", .string("scanned")), ("seed", .string(seed)), ("blocks", .int(Int64(blocks))),
+                ("blocks_total", .int(Int64(of))), ("seconds", .double(seconds)),
+            ]
+        case .planned(let toFetch, let reused, let total):
+            return [
+                ("stage", .string("planned")), ("bytes_to_fetch", .int(toFetch)), ("bytes_reused", .int(reused)),
+                ("total_bytes", .int(total)),
+            ]
+        }
     }
 
     private func summary(_ p: DownloadProgress) -> String {
@@ -200,6 +245,9 @@ final class ProgressPrinter: Sendable {
         case .cancelled:
             fields = [("event", .string("cancelled")), ("state", .string("cancelled"))]
             terminal = true
+        case .delta(let stage):
+            guard let stageFields = deltaFields(stage) else { return false }
+            fields = [("event", .string("delta"))] + stageFields
         case .failed(let error):
             fields = [
                 ("event", .string("failed")), ("state", .string("failed")), ("code", .string(error.code.rawValue)),

@@ -47,6 +47,10 @@ int mw_is_procfs(int fd);
 /// Starts write-back of every dirty page of `fd` without waiting for it (sync_file_range
 /// SYNC_FILE_RANGE_WRITE), so a later fdatasync has little left to do.
 int mw_start_writeback(int fd);
+/// Copies `length` bytes from `in` at `in_offset` to `out` at `out_offset` inside the kernel
+/// (copy_file_range, falling back to pread/pwrite where the file systems cannot): bytes copied, or -1 with
+/// errno. Neither descriptor's file offset moves.
+int64_t mw_copy_range(int in, int64_t in_offset, int out, int64_t out_offset, int64_t length);
 
 /// Room for the kernel's `struct tcp_info` (TCP_INFO), read as bytes: glibc's own declaration stops
 /// before the newer fields.

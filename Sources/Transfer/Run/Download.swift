@@ -160,7 +160,7 @@ public final class Download: Sendable {
     public static func removePartial(of destination: String, identity: FileIdentity?) {
         guard let directory = try? OutputDirectory.open(holding: destination, identity: identity) else { return }
         let names = OutputNames(destination: destination)
-        for name in [names.checkpoint, names.partial] {
+        for name in [names.checkpoint, names.partial, names.deltaPartial] {
             if case .own(let fd) = directory.openOwn(name, writable: false) {
                 close(fd)
                 try? directory.remove(name)
@@ -212,8 +212,22 @@ public final class Download: Sendable {
         }
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
-            result = .success(
-                try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
+            var delta: DeltaRun.Ending?
+            if let source = request.delta {
+                delta = try await DeltaRun(download: self, client: client, forwarder: forwarder, source: source)
+                    .perform()
+            }
+            switch delta {
+            case .done(let outcome)?:
+                result = .success(outcome)
+            case .fallback(let why)?:
+                sink.yield(.warning("No delta: \(why); downloading the whole file."))
+                result = .success(
+                    try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
+            case nil:
+                result = .success(
+                    try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
+            }
         } catch {
             result = .failure(error)
         }

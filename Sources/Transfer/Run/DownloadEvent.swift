@@ -20,6 +20,20 @@ public enum DownloadEvent: Sendable {
     case cancelled
     /// The download failed.
     case failed(TransferError)
+    /// A delta download's stages (docs/delta.md): the seeds' scans and what is left to fetch.
+    case delta(DeltaStage)
+}
+
+/// Where a delta download is before its fetch (docs/delta.md).
+public enum DeltaStage: Sendable, Equatable {
+    /// The partial file of an earlier run already holds `blocks` of the target's `of` blocks.
+    case resumed(blocks: Int, of: Int)
+    /// A seed is being scanned: `scanned` of its `size` bytes so far (about every 250 ms).
+    case scanning(seed: String, scanned: Int64, size: Int64)
+    /// A seed was scanned: `blocks` of the target's `of` blocks were found in it (and in no seed before it).
+    case scanned(seed: String, blocks: Int, of: Int, seconds: Double)
+    /// What is left: `toFetch` bytes from the server, `reused` from the seeds and the partial file.
+    case planned(toFetch: Int64, reused: Int64, total: Int64)
 }
 
 /// A snapshot of a running download.

@@ -67,6 +67,9 @@ public struct DownloadRequest: Sendable {
     public var background = false
     /// The queuing delay background mode aims at.
     public var backgroundTarget: Duration = BackgroundWindow.defaultTarget
+    /// A delta download (docs/delta.md): the blocks the destination and the seeds already hold are taken from
+    /// them and only the rest is fetched, guided by the zsync control file. Nil: an ordinary download.
+    public var delta: DeltaSource?
     /// Which proxy requests go through (none by default; `get` reads the environment).
     public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link
@@ -123,6 +126,10 @@ public struct DownloadRequest: Sendable {
 
     /// Whether the whole-file sha256 is computed: asked for, or needed to check the expected one.
     public var wantsSHA256: Bool { computeSHA256 || expectedSHA256 != nil }
+
+    /// Whether the finished file replaces one at the destination: `force`, or a delta download (whose
+    /// destination holds the older version it updates).
+    public var replacesDestination: Bool { force || delta != nil }
 
     /// The partial file's path.
     public var partialPath: String { destination + ".part" }

@@ -94,7 +94,7 @@ struct DownloadRun: Sendable {
         if let problem = DownloadURL.problem(request.url) { throw TransferError(.invalidURL, problem + ".") }
         let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
         let names = OutputNames(destination: request.destination)
-        if directory.exists(names.final) && !request.force {
+        if directory.exists(names.final) && !request.replacesDestination {
             // A download that completed but crashed before removing its checkpoint leaves one behind.
             if !directory.exists(names.partial) { CheckpointFile.remove(in: directory, name: names.checkpoint) }
             throw TransferError(
@@ -359,7 +359,7 @@ struct DownloadRun: Sendable {
         // The finished file gets the usual permissions (the partial was private to its owner).
         let mode = 0o666 & ~FileIO.processUmask
         _ = try? directory.perform { () throws(TransferError) in _ = fchmod(writer.file.fd, mode) }
-        try directory.rename(names.partial, to: names.final, replace: request.force)
+        try directory.rename(names.partial, to: names.final, replace: request.replacesDestination)
         directory.sync()
         CheckpointFile.remove(in: directory, name: names.checkpoint)
         directory.sync()

@@ -45,6 +45,8 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         /// A captive portal or an intercepting proxy answered instead of the server (docs/get.md,
         /// "Interception"): nothing of its answer was written and the partial is kept.
         case intercepted
+        /// A `.zsync` control file cannot be read (docs/delta.md): malformed, or for another object.
+        case controlFile = "control_file"
     }
 
     /// What kind of failure this is.
