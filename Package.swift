@@ -230,7 +230,7 @@ let package = Package(
         .testTarget(
             name: "TransferTests",
             dependencies: [
-                "Transfer", "RangeServer", "TestSupport",
+                "Transfer", "RangeServer", "TestSupport", "CBlockSums",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
         .testTarget(

@@ -46,7 +46,10 @@ public final class Nginx: @unchecked Sendable {
             pid \(prefix)/nginx.pid;
             events { worker_connections 256; }
             http {
-                access_log \(prefix)/logs/access.log;
+                # nginx's combined format, and the Range asked for (the delta tests count ranges per request).
+                log_format ranges '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+                    '"$http_referer" "$http_user_agent" "$http_range"';
+                access_log \(prefix)/logs/access.log ranges;
                 client_body_temp_path \(prefix)/tmp/body;
                 proxy_temp_path \(prefix)/tmp/proxy;
                 fastcgi_temp_path \(prefix)/tmp/fastcgi;

@@ -35,6 +35,13 @@ public enum TestNeeds {
     public static let apacheUnavailable: String? = Apache.unavailableReason
     /// Why python3-dbusmock's UPower and power-profiles-daemon cannot run here.
     public static let powerMockUnavailable: String? = PowerMock.unavailableReason
+    /// zsyncmake (Debian's zsync), or nil when it is not installed.
+    public static let zsyncmake: String? = ["/usr/bin/zsyncmake", "/usr/local/bin/zsyncmake"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+    /// Why delta tests against control files made by zsyncmake cannot run here, or nil when they can.
+    public static let zsyncUnavailable: String? =
+        zsyncmake == nil ? "zsyncmake is not installed (apt-get install zsync; CI installs it)" : nil
     /// Why tests of the built binary cannot run here, or nil when they can.
     public static let binaryUnavailable: String? =
         FileManager.default.isExecutableFile(atPath: RepoPaths.binary)
@@ -42,6 +49,11 @@ public enum TestNeeds {
 }
 
 extension Trait where Self == ConditionTrait {
+    /// Needs Debian's zsync (zsyncmake makes the control files of the delta tests).
+    public static var needsZsync: Self {
+        .enabled(if: TestNeeds.zsyncUnavailable == nil, Comment(rawValue: "zsync: \(TestNeeds.zsyncUnavailable ?? "")"))
+    }
+
     /// Needs root and network namespaces (the kernel lab).
     public static var needsKernel: Self {
         .enabled(

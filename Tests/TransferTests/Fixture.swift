@@ -39,6 +39,10 @@ struct Fixture {
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
+    static func sha256(bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
     /// Runs `download` and pauses it once `bytesDone` reaches `threshold`; returns the outcome and events.

@@ -12,6 +12,7 @@ Usage: killrun.py OUTFILE LOG PORT THRESHOLD MAX_SECONDS -- COMMAND ARGS...  (ou
 """
 import os, signal, sys, time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serverlog  # noqa: E402
 

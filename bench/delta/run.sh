@@ -150,6 +150,9 @@ command_of() {
     esac
 }
 
+# A log's last line, its progress redraws and tabs taken out.
+last_line() { tr '\r\t' '\n ' <"$1" | awk 'NF { last = $0 } END { print substr(last, 1, 200) }'; }
+
 sha_ok() {
     if [ -f "$WORK/out/out.img" ] && [ "$(sha256sum "$WORK/out/out.img" | cut -d' ' -f1)" = "$NEW_SHA" ]; then echo yes; else echo "**no**"; fi
 }
@@ -169,7 +172,7 @@ measured() {
     cp "$WORK/measure.log" "$WORK/$name.log"
     local ok note=""
     ok=$(sha_ok)
-    [ "$code" = 0 ] || note="exit $code: $(tail -1 "$WORK/measure.log")"
+    [ "$code" = 0 ] || note="exit $code: $(last_line "$WORK/measure.log")"
     row "$name" "$wall" "$cpu" "$rss" "$bytes" "$ok" "$from" "$to" "$note"
     echo "  $name: ${wall}s cpu ${cpu}s rss ${rss} KiB, server sent $bytes bytes, sha256 ok: $ok $note" >&2
 }
@@ -179,6 +182,10 @@ killed() {
     local name=$1 full_bytes full_wall from mid to w1 c1 r1 at trigger code1 b1 b2 ok note
     full_bytes=$(awk -F'\t' -v n="$name" '$1 == n { print $5 }' "$RESULTS")
     full_wall=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$RESULTS")
+    if awk -F'\t' -v n="$name" '$1 == n && $9 ~ /^exit/ { found = 1 } END { exit !found }' "$RESULTS"; then
+        row "$name-killed" - - - - - - - "not run: the uninterrupted run failed"
+        return
+    fi
     fresh seed.img
     command_of "$name"
     from=$(lines)
@@ -197,7 +204,7 @@ killed() {
     cp "$WORK/measure.log" "$WORK/$name-rerun.log"
     ok=$(sha_ok)
     note="killed ($trigger, exit $code1) after ${w1}s, the server had sent $b1 B; the re-run fetched $b2 B"
-    [ "$code" = 0 ] || note="$note; re-run exit $code: $(tail -1 "$WORK/measure.log")"
+    [ "$code" = 0 ] || note="$note; re-run exit $code: $(last_line "$WORK/measure.log")"
     row "$name-killed" "$(awk -v a="$w1" -v b="$wall" 'BEGIN { print a + b }')" \
         "$(awk -v a="$c1" -v b="$cpu" 'BEGIN { print a + b }')" "$((r1 > rss ? r1 : rss))" \
         "$((b1 + b2))" "$ok" "$from" "$to" "$note"
@@ -205,7 +212,8 @@ killed() {
 }
 
 MW_ZSYNC=0
-if [ -n "$MW" ] && "$MW" get --help 2>&1 | grep -q -- --zsync; then MW_ZSYNC=1; fi
+# Not `... | grep -q`: grep leaving at the first match would make pipefail see meterwise's SIGPIPE.
+if [ -n "$MW" ] && grep -q -- --zsync <<<"$("$MW" get --help 2>&1 || true)"; then MW_ZSYNC=1; fi
 for tool in $TOOLS; do
     case $tool in
     zsync)
@@ -217,6 +225,7 @@ for tool in $TOOLS; do
         if [ "$MW_ZSYNC" = 0 ]; then
             echo "meterwise: not built with --zsync yet" >&2
             for name in meterwise-seed meterwise-inplace meterwise-seed-killed; do
+                [ "$KILL" = 1 ] || [ "$name" != meterwise-seed-killed ] || continue
                 row "$name" - - - - - - - "meterwise: not built with --zsync yet"
             done
             continue
@@ -234,7 +243,7 @@ echo
 echo "$((BYTES >> 20)) MiB old.img -> new.img ($NEW_SIZE bytes; $CHANGED_BLOCKS of $(((BYTES + 4095) / 4096)) 4 KiB blocks changed in $CHANGED_RUNS runs, $(manifest inserted_bytes | tr -d ' ') bytes inserted, $(manifest deleted_bytes | tr -d ' ') deleted; seed $SEED)"
 echo "new.img.zsync $(stat -c %s "$DATA/new.img.zsync") bytes (-b 4096); nginx on 127.0.0.1, $(nproc) cores, $(uname -r)${MW:+; $(basename "$MW") $(stat -c %s "$MW") bytes}"
 echo
-awk -F'\t' -v size="$NEW_SIZE" '
+awk -F'\t' -v size="$NEW_SIZE" -v control="$(stat -c %s "$DATA/new.img.zsync")" '
 BEGIN {
     label["zsync"] = "zsync -i"; label["zsync-killed"] = "zsync -i, killed + re-run"
     label["meterwise-seed"] = "meterwise --zsync --seed"; label["meterwise-inplace"] = "meterwise --zsync, old at -o"
@@ -256,9 +265,9 @@ END {
         if (wall[k] == "-") continue
         if (k ~ /-killed$/) {
             base = substr(k, 1, length(k) - 7)
-            printf "- %s: %s; both runs %.0f B against %.0f B uninterrupted: %+.0f B (%+.2f MiB)\n", label[k], note[k], bytes[k], bytes[base], bytes[k] - bytes[base], (bytes[k] - bytes[base]) / 1048576
+            printf "- %s: %s; both runs %.0f B against %.0f B uninterrupted: %+.0f B (%+.2f MiB; new.img.zsync is %d B)\n", label[k], note[k], bytes[k], bytes[base], bytes[k] - bytes[base], (bytes[k] - bytes[base]) / 1048576, control
         } else if (note[k] != "") printf "- %s: %s\n", label[k], note[k]
-        if (k ~ /^meterwise/ && k !~ /-killed$/ && wall["zsync"] > 0)
+        if (k ~ /^meterwise/ && k !~ /-killed$/ && note[k] !~ /^exit/ && wall["zsync"] > 0)
             printf "- %s vs zsync: wall %.2f×, CPU %.2f×, bytes %.3f×\n", label[k], wall[k] / wall["zsync"], cpu[k] / cpu["zsync"], bytes[k] / bytes["zsync"]
     }
 }' "$RESULTS"
@@ -269,6 +278,11 @@ if [ -f "$WORK/zsync.log" ]; then
     # Its progress bars (redrawn with \r) left out.
     echo "zsync printed: $(tr '\r' '\n' <"$WORK/zsync.log" | grep -Ev '^ *$|^[-#]|\*\*\*|kBps' | sed 's/ *$//' | paste -sd'|' | sed 's/|/ | /g')"
 fi
+for name in meterwise-seed meterwise-inplace; do
+    if [ -f "$WORK/$name.log" ]; then
+        echo "$name printed: $(tr '\r' '\n' <"$WORK/$name.log" | grep -E 'Scanned|Resuming|to fetch|Done' | paste -sd'|' | sed 's/|/ | /g')"
+    fi
+done
 echo
 echo "| run | requests | connections | ranges | ranges per request, median / max | median range B | bytes in the ranges | multipart/byteranges responses (parts) | multipart overhead per part B | response headers per request B | statuses |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"

@@ -124,7 +124,12 @@ final class DeltaFetch: Sendable {
             case .again(let rest, let reason, let progressed):
                 putBack(rest)
                 if Task.isCancelled { return .finished }
-                failures = progressed ? 0 : failures + 1
+                // A request that delivered something (or taught how to ask) is asked again at once.
+                if progressed {
+                    failures = 0
+                    continue
+                }
+                failures += 1
                 guard
                     let delay = download.retry.delay(
                         attempt: failures, retryAfter: nil, jitter: Double.random(in: 0..<1))

@@ -1,0 +1,203 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import Transfer
+
+/// Delta downloads against a real nginx, with control files made by Debian's zsyncmake.
+@Suite(.serialized, .needsNginx, .needsZsync)
+struct DeltaTests {
+    /// The old and new versions of a 6 MiB image: 5 % of the 2 KiB blocks changed in runs, two insertions
+    /// and a deletion that shift what follows.
+    static func versions() -> (old: [UInt8], new: [UInt8]) {
+        let old = DeltaScanTests.bytes(6 << 20, seed: 21)
+        var new = old
+        var random = SplitMix(seed: 22)
+        let blocks = new.count / 2048
+        var changed = 0
+        while changed < blocks / 20 {
+            let run = Int.random(in: 1...6, using: &random)
+            let at = Int.random(in: 0..<(blocks - run), using: &random) * 2048
+            new.replaceSubrange(at..<at + run * 2048, with: DeltaScanTests.bytes(run * 2048, seed: UInt64(at)))
+            changed += run
+        }
+        new.insert(contentsOf: DeltaScanTests.bytes(1234, seed: 23), at: 1_000_000)
+        new.insert(contentsOf: DeltaScanTests.bytes(77, seed: 24), at: 4_000_000)
+        new.removeSubrange(5_000_000..<5_003_000)
+        return (old, new)
+    }
+
+    struct Setup {
+        var nginx: Nginx
+        var fixture: Fixture
+        var newSHA: String
+        var newCount: Int
+        var url: String { nginx.url("/new.img") }
+        var log: String { nginx.prefix + "/logs/access.log" }
+        var old: String { fixture.path("old.img") }
+    }
+
+    static func withVersions(location: String = "", control: Bool = true, _ body: (Setup) async throws -> Void)
+        async throws
+    {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let root = fixture.path("www")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let (old, new) = versions()
+        _ = FileManager.default.createFile(atPath: root + "/new.img", contents: Data(new))
+        _ = FileManager.default.createFile(atPath: fixture.path("old.img"), contents: Data(old))
+        if control {
+            let make = Process()
+            make.executableURL = URL(fileURLWithPath: TestNeeds.zsyncmake!)
+            make.arguments = ["-b", "2048", "-o", root + "/new.img.zsync", "-u", "new.img", root + "/new.img"]
+            make.currentDirectoryURL = URL(fileURLWithPath: root)
+            try make.run()
+            make.waitUntilExit()
+            #expect(make.terminationStatus == 0)
+        }
+        let nginx = try Nginx(root: root, location: location)
+        defer { nginx.stop() }
+        try await body(
+            Setup(
+                nginx: nginx, fixture: fixture, newSHA: Fixture.sha256(bytes: new), newCount: new.count))
+    }
+
+    /// The Range headers nginx logged for the image.
+    static func ranges(in log: String) -> [String] {
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.contains("GET /new.img ") }.compactMap { line in
+            line.components(separatedBy: "\"").first { $0.hasPrefix("bytes=") }
+        }
+    }
+
+    func request(_ setup: Setup, seeds: [String]) -> DownloadRequest {
+        var request = DownloadRequest(url: setup.url, destination: setup.fixture.path("out.img"))
+        request.computeSHA256 = true
+        request.delta = DeltaSource(seeds: seeds)
+        return request
+    }
+
+    @Test func fetchesOnlyWhatChangedWithMultiRangeRequests() async throws {
+        try await Self.withVersions { setup in
+            let (outcome, events) = try await Fixture.runCollecting(
+                Download(request: request(setup, seeds: [setup.old])))
+            let result = try #require(outcome.result)
+            #expect(result.sha256 == setup.newSHA)
+            #expect(Fixture.sha256(file: setup.fixture.path("out.img")) == setup.newSHA)
+            // 5 % changed in runs, three shifts: about 6 % to fetch, and never the whole file.
+            #expect(result.bytesFetched < Int64(setup.newCount) / 10, "fetched \(result.bytesFetched)")
+            #expect(result.resumedBytes > Int64(setup.newCount) * 85 / 100)
+            #expect(result.refetchedBytes == 0)
+            let planned = events.compactMap { event -> Int64? in
+                if case .delta(.planned(let toFetch, _, _)) = event { return toFetch }
+                return nil
+            }
+            #expect(planned.count == 1)
+            #expect(result.bytesFetched >= planned[0])
+            let ranges = Self.ranges(in: setup.log)
+            #expect(ranges.contains { $0.contains(",") }, "several ranges per request: \(ranges.prefix(3))")
+            #expect(!Fixture.exists(setup.fixture.path("out.img.delta-part")))
+        }
+    }
+
+    @Test func theOldVersionAtTheDestinationIsTheSeedAndIsReplaced() async throws {
+        try await Self.withVersions { setup in
+            let destination = setup.fixture.path("out.img")
+            try FileManager.default.copyItem(atPath: setup.old, toPath: destination)
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request(setup, seeds: [])))
+            let result = try #require(outcome.result)
+            #expect(result.sha256 == setup.newSHA)
+            #expect(Fixture.sha256(file: destination) == setup.newSHA)
+            #expect(result.bytesFetched < Int64(setup.newCount) / 10)
+        }
+    }
+
+    @Test func aPausedDeltaResumesWithNothingFetchedTwice() async throws {
+        try await Self.withVersions(location: "limit_rate 256k;") { setup in
+            let request = request(setup, seeds: [setup.old])
+            let (first, firstEvents) = try await Fixture.runPausing(Download(request: request), at: 0)
+            #expect(first == .paused)
+            let partial = setup.fixture.path("out.img.delta-part")
+            #expect(Fixture.exists(partial))
+            let planned =
+                firstEvents.compactMap { event -> Int64? in
+                    if case .delta(.planned(let toFetch, _, _)) = event { return toFetch }
+                    return nil
+                }.first ?? 0
+            let fetchedFirst =
+                firstEvents.compactMap { event -> Int64? in
+                    if case .paused(let p) = event { return p.bytesFetched }
+                    return nil
+                }.first ?? 0
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            let result = try #require(second.result)
+            #expect(result.sha256 == setup.newSHA)
+            #expect(events.contains { if case .delta(.resumed) = $0 { return true } else { return false } })
+            // What the first run wrote is found in place: the two runs fetch the plan once, give or take the
+            // block each connection was in the middle of (2 KiB) and the multipart framing.
+            let both = fetchedFirst + result.bytesFetched
+            #expect(
+                both <= planned + 4 * 2048 + 64 * 1024,
+                "planned \(planned), fetched \(fetchedFirst) + \(result.bytesFetched)")
+        }
+    }
+
+    @Test func withoutAControlFileItDownloadsTheWholeFileAndSaysSo() async throws {
+        try await Self.withVersions(control: false) { setup in
+            let (outcome, events) = try await Fixture.runCollecting(
+                Download(request: request(setup, seeds: [setup.old])))
+            let result = try #require(outcome.result)
+            #expect(result.sha256 == setup.newSHA)
+            #expect(result.bytesFetched == Int64(setup.newCount))
+            #expect(
+                events.contains {
+                    if case .warning(let text) = $0 { return text.contains("no control file") && text.contains("404") }
+                    return false
+                })
+        }
+    }
+
+    @Test func aServerThatAnswersSeveralRangesWithTheWholeFileGetsSingleRanges() async throws {
+        // nginx with max_ranges 1 answers a request for several ranges as if it had none: 200, the whole file.
+        try await Self.withVersions(location: "max_ranges 1;") { setup in
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request(setup, seeds: [setup.old])))
+            let result = try #require(outcome.result)
+            #expect(result.sha256 == setup.newSHA)
+            #expect(result.bytesFetched < Int64(setup.newCount) / 10, "fetched \(result.bytesFetched)")
+        }
+    }
+
+    @Test func aControlFileForAnotherVersionFallsBackToTheWholeFile() async throws {
+        try await Self.withVersions { setup in
+            // The image grows after its control file was made.
+            let handle = try #require(FileHandle(forWritingAtPath: setup.nginx.root + "/new.img"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data([1, 2, 3]))
+            try handle.close()
+            let sha = try #require(Fixture.sha256(file: setup.nginx.root + "/new.img"))
+            let (outcome, events) = try await Fixture.runCollecting(
+                Download(request: request(setup, seeds: [setup.old])))
+            #expect(outcome.result?.sha256 == sha)
+            #expect(
+                events.contains {
+                    if case .warning(let text) = $0 { return text.contains("another version") }
+                    return false
+                })
+        }
+    }
+
+    @Test func aMalformedControlFileIsAClearError() async throws {
+        try await Self.withVersions { setup in
+            _ = FileManager.default.createFile(
+                atPath: setup.nginx.root + "/new.img.zsync", contents: Data("<html>Sign in</html>\n\n".utf8))
+            let download = Download(request: request(setup, seeds: [setup.old]))
+            await #expect {
+                _ = try await download.run()
+            } throws: { error in
+                (error as? TransferError)?.code == .controlFile
+            }
+            #expect(!Fixture.exists(setup.fixture.path("out.img")))
+        }
+    }
+}
