@@ -210,12 +210,12 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
     uint64_t pos = st->resume_at > base ? st->resume_at - base : 0;
     if (pos < p0) pos = p0;
     uint32_t r0 = 0, r1 = 0;
-    int fresh = 1;
+    int fresh = 1, have_r1 = 0; // r1 is summed only when a lookup needs it: a run's next block needs r0 alone
     uint64_t next_report = pos + (4u << 20);
     while (pos < p1) {
         if (fresh) {
             r0 = mw_rsum(buf + pos, bs);
-            r1 = seq == 2 ? mw_rsum(buf + pos + bs, bs) : 0;
+            have_r1 = 0;
             fresh = 0;
         }
         if (pos >= next_report) {
@@ -234,6 +234,10 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
             run = 1;
         }
         if (!run) {
+            if (seq == 2 && !have_r1) {
+                r1 = mw_rsum(buf + pos + bs, bs);
+                have_r1 = 1;
+            }
             const uint32_t w1 = r1 & mask;
             const uint32_t h = pair_hash(w0, seq == 2 ? w1 : 0);
             const uint32_t f = h >> (32 - fbits);
