@@ -200,4 +200,31 @@ struct DeltaTests {
             #expect(!Fixture.exists(setup.fixture.path("out.img")))
         }
     }
+
+    @Test func theCommandTakesTheControlFileAsAnOptionalValue() async throws {
+        try await Self.withVersions { setup in
+            // The control file under another name, given after --zsync; the old copy at -o.
+            try FileManager.default.moveItem(
+                atPath: setup.nginx.root + "/new.img.zsync", toPath: setup.nginx.root + "/control.zsync")
+            let out = setup.fixture.path("cli.img")
+            try FileManager.default.copyItem(atPath: setup.old, toPath: out)
+            let run = try BinaryRun.run([
+                "get", setup.url, "-o", out, "--zsync", setup.nginx.url("/control.zsync"), "--json",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(Fixture.sha256(file: out) == setup.newSHA)
+            #expect(run.stdout.contains("\"stage\":\"planned\""))
+            let last = run.stdout.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(last.contains("\"state\":\"completed\""))
+            // --seed without --zsync is a usage error; a control file that is not one is exit 65.
+            let usage = try BinaryRun.run(["get", setup.url, "-o", out, "--seed", setup.old])
+            #expect(usage.status == 64)
+            #expect(usage.stderr.contains("--seed needs --zsync"))
+            let bad = setup.fixture.path("bad.zsync")
+            _ = FileManager.default.createFile(atPath: bad, contents: Data("zsync: 0.6.2\nBlocksize: 7\n\n".utf8))
+            let malformed = try BinaryRun.run(["get", setup.url, "-o", out, "--zsync=\(bad)"])
+            #expect(malformed.status == 65)
+            #expect(malformed.stderr.contains("bad.zsync:2: Blocksize `7`"))
+        }
+    }
 }
