@@ -30,7 +30,8 @@ extension Engine {
         // One destination, one spelling: `/d/./x`, `/d//x`, `/d/e/../x` and `/link-to-d/x` are `/d/x`, as the
         // kernel resolves them with the asker's rights (no lexical shortcut past a directory they cannot search).
         do throws(TransferError) {
-            spec.destination = try DestinationCheck.resolve(spec.destination, identity: asker.identity)
+            spec.destination = try DestinationCheck.resolve(
+                spec.destination, identity: asker.identity, replacing: spec.isDelta)
             // A symlink may lead there although the path as given did not.
             if let area = JobSpec.kernelArea(spec.destination) {
                 throw TransferError(
@@ -56,6 +57,10 @@ extension Engine {
         record.keyFile = spec.keyFile
         record.proxy = spec.proxy
         record.mode = spec.mode
+        if spec.isDelta {
+            record.zsync = spec.zsyncURL ?? ""
+            record.seeds = spec.seeds ?? []
+        }
         // The TLS files and the proxy are checked now, so a mistake is said to whoever adds the job; they are
         // read again (with the owner's rights) each time the transfer starts.
         do {

@@ -85,6 +85,14 @@ extension Engine {
         request.allowance = { accounting.allows(job: id) }
         // The real size decides, before the body is read: a declared size was only a hint.
         request.admitTotal = { [weak self] total in await self?.admit(id, total: total) ?? false }
+        if let zsync = record.zsync {
+            // A delta job: the seeds are read with the owner's rights; once they are scanned, what is left to
+            // fetch is the size the policy and the budgets see.
+            request.delta = DeltaSource(control: zsync.isEmpty ? nil : zsync, seeds: record.seeds ?? [])
+            request.admitDelta = { [weak self] toFetch, total in
+                await self?.admitDelta(id, toFetch: toFetch, total: total) ?? false
+            }
+        }
         request.tls = tls
         request.proxy = proxy
         // A captive portal's page is a wait, tried again with back-off and at once at any link change.
@@ -111,6 +119,18 @@ extension Engine {
         guard let runtime = jobs[id], isTransferring(id) else { return false }
         guard runtime.record.totalBytes != total else { return true }
         jobs[id]?.record.totalBytes = total
+        reconcile(id)
+        return isTransferring(id)
+    }
+
+    /// A delta job's seeds are scanned: `toFetch` of the file's `total` bytes are left to fetch. Recorded, and
+    /// decided again with that size (a delta under a "small files may use cellular" rule goes on).
+    func admitDelta(_ id: String, toFetch: Int64, total: Int64) -> Bool {
+        guard jobs[id] != nil, isTransferring(id) else { return false }
+        jobs[id]?.record.totalBytes = total
+        guard jobs[id]?.record.deltaBytes != toFetch else { return true }
+        jobs[id]?.record.deltaBytes = toFetch
+        persist(id)
         reconcile(id)
         return isTransferring(id)
     }
@@ -173,8 +193,13 @@ extension Engine {
             totals.add(jobs[id]?.count(fetched: progress.bytesFetched, discarded: progress.discardedBytes))
         case .completed, .cancelled, .failed:
             break  // run() returns these; runEnded handles them
-        case .delta:
-            break  // daemon jobs do not run deltas yet (docs/delta.md)
+        case let .delta(stage):
+            if case let .scanned(seed, blocks, of, seconds) = stage {
+                events.publish(
+                    .notice(
+                        job: id,
+                        "scanned \(seed) in \(String(format: "%.1f", seconds)) s: \(blocks) of \(of) blocks found"))
+            }
         }
     }
 

@@ -245,7 +245,7 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
             var size = entry.policySize
             if entry.isLive {
                 guard let runtime = jobs[entry.id] else { continue }
-                size = runtime.record.totalBytes ?? runtime.record.size
+                size = runtime.record.policySize
             }
             let key = SizedClass(jobClass: entry.jobClass, size: size ?? -1)
             let known: Int

@@ -110,7 +110,7 @@ struct JobIndex: Sendable {
             self.sequence = sequence
             id = record.id
             jobClass = JobClass(record)
-            size = record.totalBytes ?? record.size
+            size = record.policySize
             ownerUID = record.ownerUID
             state = record.state
         }

@@ -12,7 +12,7 @@ extension JobRecord {
     public var jobInfo: JobInfo {
         // A declared size is a hint until the server says the real one.
         JobInfo(
-            id: id, size: totalBytes ?? size, priority: priority, tags: tags, allowMetered: allowMetered,
+            id: id, size: policySize, priority: priority, tags: tags, allowMetered: allowMetered,
             allowRoaming: allowRoaming, owner: ownerUID)
     }
 }

@@ -129,6 +129,11 @@ public final class JobStore: Sendable {
         migrator.registerMigration("v8-mode") { db in
             try db.execute(sql: "ALTER TABLE job ADD COLUMN mode TEXT")
         }
+        migrator.registerMigration("v9-delta") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN zsync TEXT")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN seeds TEXT")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN delta_bytes INTEGER")
+        }
         return migrator
     }
 

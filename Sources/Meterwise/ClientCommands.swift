@@ -53,6 +53,24 @@ struct AddCommand: AsyncParsableCommand {
             "A separate HEAD URL (presigned URLs are signed per method); never required.", valueName: "url"))
     var headURL: String?
 
+    @Flag(
+        help:
+            "Fetch only what changed (docs/delta.md): the zsync control file URL.zsync guides; the file at -o and the --seed files give what they hold."
+    )
+    var zsync = false
+
+    @Option(
+        name: .customLong("zsync-url"),
+        help: ArgumentHelp(
+            "The control file's URL or path, when it is not URL.zsync (`--zsync CONTROL` works too).",
+            valueName: "control"))
+    var zsyncURL: String?
+
+    @Option(
+        name: .customLong("seed"),
+        help: ArgumentHelp("An older version to take blocks from (with --zsync; may be repeated).", valueName: "file"))
+    var seeds: [String] = []
+
     @Option(help: "Higher runs first; 0 is normal.")
     var priority: Int = 0
 
@@ -122,6 +140,14 @@ struct AddCommand: AsyncParsableCommand {
             maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
             certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
         spec.mode = mode
+        if zsync || zsyncURL != nil {
+            spec.zsync = true
+            // A local control file's path is made absolute; a URL is left as it is.
+            spec.zsyncURL = zsyncURL.map { $0.contains("://") ? $0 : absolute($0) }
+            spec.seeds = seeds.map(absolute)
+        } else if !seeds.isEmpty {
+            spec.seeds = seeds.map(absolute)
+        }
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {
@@ -328,6 +354,10 @@ enum JobText {
             if let reason = status.retryReason { text += ": \(shown(reason))" }
         }
         if let sha = status.job.sha256 { text += "\n  sha256 \(shown(sha))" }
+        if let toFetch = status.job.deltaBytes, let total = status.job.totalBytes {
+            text +=
+                "\n  delta: \(Units.formatBytes(toFetch)) to fetch of \(Units.formatBytes(total)); \(Units.formatBytes(max(0, total - toFetch))) from the old copy"
+        }
         if status.job.state == .running, let mode = status.mode {
             text += "\n  mode \(shown(mode))"
             if let b = status.background { text += ": " + background(b) }

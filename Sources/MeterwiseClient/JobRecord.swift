@@ -65,6 +65,13 @@ public struct JobRecord: Sendable, Codable, Hashable {
     /// `background` or `foreground` as the job asked (`JobSpec.mode`); nil: as the policy says, background
     /// by default (docs/background.md).
     public var mode: String?
+    /// A delta job's control file (docs/delta.md): its URL or path, or `""` for the URL with `.zsync` appended;
+    /// nil: not a delta job.
+    public var zsync: String?
+    /// A delta job's seeds besides its destination.
+    public var seeds: [String]?
+    /// A delta job's bytes to fetch, once its seeds are scanned: what its policy decisions and budgets see.
+    public var deltaBytes: Int64?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -77,7 +84,12 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
         case maxSize = "max_size", interruptions, discardedBytes = "discarded_bytes"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
+        case zsync, seeds, deltaBytes = "delta_bytes"
     }
+
+    /// The size the policy decides on: a delta job's bytes to fetch, else the server's length, else the size
+    /// the job declared.
+    public var policySize: Int64? { deltaBytes ?? totalBytes ?? size }
 
     public init(
         id: String, url: String, destination: String, headURL: String? = nil, expectedSHA256: String? = nil,

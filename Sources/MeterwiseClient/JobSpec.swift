@@ -26,6 +26,18 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public var mode: String?
     /// The values `mode` may take.
     public static let modes = ["background", "foreground"]
+    /// A delta download (docs/delta.md): take what the file at the destination and `seeds` already hold and fetch
+    /// only the rest, guided by the zsync control file at `url` + `.zsync` (or `zsync_url`).
+    public var zsync: Bool?
+    /// The control file's http(s) URL or absolute path (read with the asking user's rights); implies `zsync`.
+    public var zsyncURL: String?
+    /// Older versions to take blocks from (absolute paths, read with the asking user's rights), at most 16.
+    public var seeds: [String]?
+    /// The most seeds a job may name.
+    public static let maxSeeds = 16
+
+    /// Whether the job is a delta download.
+    public var isDelta: Bool { zsync == true || zsyncURL != nil }
 
     public init(
         url: String, destination: String, headURL: String? = nil, sha256: String? = nil, size: Int64? = nil,
@@ -74,12 +86,36 @@ public struct JobSpec: Sendable, Codable, Hashable {
         }
         if (certFile == nil) != (keyFile == nil) { return "cert_file and key_file go together: give both or neither" }
         if let proxy, proxy.utf8.count > 4096 { return "proxy is longer than 4096 bytes" }
+        if let problem = deltaProblem { return problem }
         if let mode, !Self.modes.contains(mode) {
             return "mode must be background or foreground, not \"\(ShownText.escaped(mode.prefix(40)))\""
         }
         // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
         if ShownText.hasControl(destination) {
             return "destination contains control characters; rename it"
+        }
+        return nil
+    }
+
+    /// Nil when the delta fields are within bounds; otherwise what to fix.
+    var deltaProblem: String? {
+        if let seeds {
+            if !isDelta, !seeds.isEmpty { return "seeds need zsync: seeds are read for a delta download only" }
+            if seeds.count > Self.maxSeeds { return "seeds: \(seeds.count) given, at most \(Self.maxSeeds)" }
+            for seed in seeds {
+                if !seed.hasPrefix("/") { return "each seed must be an absolute path" }
+                if seed.utf8.count > 4096 { return "a seed is longer than 4096 bytes" }
+                if let area = Self.kernelArea(seed) { return "a seed may not be under \(area)" }
+                if ShownText.hasControl(seed) { return "a seed's path contains control characters; rename it" }
+            }
+        }
+        if let zsyncURL {
+            let remote = zsyncURL.hasPrefix("http://") || zsyncURL.hasPrefix("https://")
+            if !remote, !zsyncURL.hasPrefix("/") {
+                return "zsync_url must be an http(s) URL or an absolute path"
+            }
+            if zsyncURL.utf8.count > 16384 { return "zsync_url is longer than 16 KiB" }
+            if !remote, let area = Self.kernelArea(zsyncURL) { return "zsync_url may not be under \(area)" }
         }
         return nil
     }
@@ -134,6 +170,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
         case url, destination, sha256, size, priority, tags, segments
         case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming", maxSize = "max_size"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
+        case zsync, zsyncURL = "zsync_url", seeds
     }
 
     /// Only `url` and `destination` are required; everything else has its default. A key this version does
@@ -165,6 +202,9 @@ public struct JobSpec: Sendable, Codable, Hashable {
             keyFile: try c.decodeIfPresent(String.self, forKey: .keyFile),
             proxy: try c.decodeIfPresent(String.self, forKey: .proxy))
         mode = try c.decodeIfPresent(String.self, forKey: .mode)
+        zsync = try c.decodeIfPresent(Bool.self, forKey: .zsync)
+        zsyncURL = try c.decodeIfPresent(String.self, forKey: .zsyncURL)
+        seeds = try c.decodeIfPresent([String].self, forKey: .seeds)
     }
 }
 

@@ -54,7 +54,6 @@ struct DeltaRun: Sendable {
                 "the control file describes \(control.length) bytes but the server has \(target.total): it is for another version"
             )
         }
-        if let admit = request.admitTotal, !(await admit(control.length)) { return .done(.paused) }
         // The partial file, locked for this run.
         let partial = try openPartial(directory, names)
         defer { close(partial.fd) }
@@ -94,9 +93,7 @@ struct DeltaRun: Sendable {
         let plan = DeltaPlan(control: control, found: map.entries)
         download.sink.yield(.delta(.planned(toFetch: plan.bytesToFetch, reused: reused, total: control.length)))
         // The policy decides on what is left to fetch, not on the file's length.
-        if plan.bytesToFetch < control.length, let admit = request.admitTotal, !(await admit(plan.bytesToFetch)) {
-            return .done(.paused)
-        }
+        if let admit = request.admitDelta, !(await admit(plan.bytesToFetch, control.length)) { return .done(.paused) }
         download.sink.yield(
             .started(
                 totalBytes: control.length, resumedBytes: reused,

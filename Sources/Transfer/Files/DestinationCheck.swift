@@ -10,8 +10,11 @@ public enum DestinationCheck {
     /// Checks that `identity` may create `destination` (an absolute path): its directory exists and is
     /// writable by them, and nothing has its name yet. Returns the path with the directory resolved once
     /// (symlinks and `..` followed as the user may follow them), so two spellings of one place are one
-    /// destination.
-    public static func resolve(_ destination: String, identity: FileIdentity?) throws(TransferError) -> String {
+    /// destination. With `replacing`, something there already is allowed: a delta job's older version, which the
+    /// new one replaces (docs/delta.md).
+    public static func resolve(_ destination: String, identity: FileIdentity?, replacing: Bool = false)
+        throws(TransferError) -> String
+    {
         let name = FileIO.name(of: destination)
         guard !name.isEmpty, name != ".", name != ".." else {
             throw TransferError(
@@ -21,7 +24,7 @@ public enum DestinationCheck {
         try directory.checkWritable()
         let resolved = Self.path(of: directory) ?? directory.path
         let path = resolved == "/" ? "/" + name : resolved + "/" + name
-        if directory.exists(name) {
+        if !replacing, directory.exists(name) {
             throw TransferError(.destinationExists, "\(path) exists already: remove it or choose another -o")
         }
         return path

@@ -52,6 +52,10 @@ public struct DownloadRequest: Sendable {
     /// Called once when the object's real length becomes known (HEAD or first response), before any body
     /// byte is read: the engine decides again with the real size. False stops the download as a pause.
     public var admitTotal: (@Sendable (Int64) async -> Bool)?
+    /// A delta download's seeds are scanned: called with the bytes left to fetch and the file's length before
+    /// any range is fetched. False stops the download as a pause. Nil: `admitTotal` is not asked either (the
+    /// file's length is not what a delta costs).
+    public var admitDelta: (@Sendable (_ toFetch: Int64, _ total: Int64) async -> Bool)?
     /// Whose rights the download's files are created, opened and renamed with (the daemon sets the user who
     /// asked); nil is the process's own.
     public var identity: FileIdentity?
