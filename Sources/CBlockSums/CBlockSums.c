@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 // ---- MD4 ----
 
@@ -202,8 +203,20 @@ static inline int record(uint64_t *found, uint32_t block, uint16_t seed, uint64_
 
 // Scans positions [p0, p1) of `buf`, whose first byte is at global offset `base`; `buf` holds at least
 // p1 - 1 + sequence × block_size bytes.
+// Gives back the pages of a mapped seed below `upto` (page-aligned from `map`): the scan reads each byte
+// once, and without this a 1 GiB seed would count as 1 GiB of the process's resident memory.
+static void release_pages(const uint8_t *map, uint64_t *released, uint64_t upto) {
+    if (!map) return;
+    upto &= ~(uint64_t)4095;
+    if (upto <= *released) return;
+    madvise((void *)(map + *released), (size_t)(upto - *released), MADV_DONTNEED);
+    *released = upto;
+}
+
 static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0, uint64_t p1, uint64_t base,
-                       uint16_t seed, uint64_t *found, scan_state *st, uint64_t *progress, const int *cancel) {
+                       uint16_t seed, uint64_t *found, scan_state *st, uint64_t *progress, const int *cancel,
+                       const uint8_t *map) {
+    uint64_t released = 0;
     const uint32_t bs = ix->block_size, shift = ix->shift, mask = ix->weak_mask, last = ix->blocks - 1;
     const int seq = ix->sequence;
     const uint32_t hbits = ix->hash_bits, fbits = ix->filter_bits;
@@ -220,6 +233,8 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
         }
         if (pos >= next_report) {
             progress_store(progress, base + pos);
+            // The backward check reads one block back: keep two.
+            if (pos > 2 * (uint64_t)bs) release_pages(map, &released, pos - 2 * (uint64_t)bs);
             if (cancel && *cancel) break;
             next_report = pos + (4u << 20);
         }
@@ -245,7 +260,8 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
                 for (uint32_t e = ix->head[h >> (32 - hbits)]; e; e = ix->next[e - 1]) {
                     const uint32_t b = e - 1;
                     if (ix->weak[b] != w0 || (seq == 2 && ix->weak[b + 1] != w1)) continue;
-                    if (found[b] != MW_BLOCK_NOT_FOUND && (seq == 1 || found[b + 1] != MW_BLOCK_NOT_FOUND)) continue;
+                    // Blocks found before (in an earlier seed, or in place) still count as a match here: the
+                    // scan jumps over them instead of rolling through them byte by byte.
                     if (!strong_matches(ix, buf + pos, b)) continue;
                     if (seq == 2 && !strong_matches(ix, buf + pos + bs, b + 1)) continue;
                     hit = b;
@@ -297,14 +313,16 @@ uint64_t mw_block_scan(const mw_block_index *ix, const uint8_t *seed, uint64_t l
     scan_state st = {.expect_offset = UINT64_MAX, .expect_block = ix->blocks, .resume_at = 0, .newly = 0};
     // Positions whose windows lie inside the seed, read in place...
     const uint64_t inside = length >= context ? length - context + 1 : 0;
-    if (inside > 0) scan_range(ix, seed, 0, inside, 0, seed_id, found, &st, progress, cancel);
+    if (inside > 0) scan_range(ix, seed, 0, inside, 0, seed_id, found, &st, progress, cancel, seed);
     if (cancel && *cancel) return st.newly;
     // ...and the rest from a copy followed by zeros, as if the seed went on with them.
     const uint64_t tail = length - inside;
     uint8_t *buf = calloc((size_t)(tail + context), 1);
     if (!buf) return st.newly;
     memcpy(buf, seed + inside, (size_t)tail);
-    scan_range(ix, buf, 0, tail, inside, seed_id, found, &st, progress, cancel);
+    scan_range(ix, buf, 0, tail, inside, seed_id, found, &st, progress, cancel, NULL);
+    uint64_t released = 0;
+    release_pages(seed, &released, length);
     free(buf);
     progress_store(progress, length);
     return st.newly;
@@ -313,13 +331,14 @@ uint64_t mw_block_scan(const mw_block_index *ix, const uint8_t *seed, uint64_t l
 uint64_t mw_block_verify_in_place(const mw_block_index *ix, const uint8_t *data, uint64_t length,
                                   uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel) {
     if (!ix) return 0;
-    uint64_t newly = 0;
+    uint64_t newly = 0, released = 0;
     const uint64_t bs = ix->block_size;
     for (uint32_t b = 0; b < ix->blocks; b++) {
         const uint64_t offset = (uint64_t)b * bs;
         if (offset >= length) break;
         if ((b & 1023) == 0) {
             progress_store(progress, offset);
+            release_pages(data, &released, offset);
             if (cancel && *cancel) break;
         }
         if (found[b] != MW_BLOCK_NOT_FOUND) continue;
@@ -341,6 +360,7 @@ uint64_t mw_block_verify_in_place(const mw_block_index *ix, const uint8_t *data,
         if ((weak & ix->weak_mask) != ix->weak[b]) continue;
         newly += record(found, b, seed_id, offset);
     }
+    release_pages(data, &released, length);
     progress_store(progress, length);
     return newly;
 }

@@ -53,23 +53,8 @@ struct AddCommand: AsyncParsableCommand {
             "A separate HEAD URL (presigned URLs are signed per method); never required.", valueName: "url"))
     var headURL: String?
 
-    @Flag(
-        help:
-            "Fetch only what changed (docs/delta.md): the zsync control file URL.zsync guides; the file at -o and the --seed files give what they hold."
-    )
-    var zsync = false
-
-    @Option(
-        name: .customLong("zsync-url"),
-        help: ArgumentHelp(
-            "The control file's URL or path, when it is not URL.zsync (`--zsync CONTROL` works too).",
-            valueName: "control"))
-    var zsyncURL: String?
-
-    @Option(
-        name: .customLong("seed"),
-        help: ArgumentHelp("An older version to take blocks from (with --zsync; may be repeated).", valueName: "file"))
-    var seeds: [String] = []
+    @OptionGroup(title: "Deltas")
+    var delta: DeltaOptions
 
     @Option(help: "Higher runs first; 0 is normal.")
     var priority: Int = 0
@@ -140,13 +125,11 @@ struct AddCommand: AsyncParsableCommand {
             maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
             certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
         spec.mode = mode
-        if zsync || zsyncURL != nil {
+        if delta.isDelta {
             spec.zsync = true
             // A local control file's path is made absolute; a URL is left as it is.
-            spec.zsyncURL = zsyncURL.map { $0.contains("://") ? $0 : absolute($0) }
-            spec.seeds = seeds.map(absolute)
-        } else if !seeds.isEmpty {
-            spec.seeds = seeds.map(absolute)
+            spec.zsyncURL = delta.zsyncURL.map { $0.contains("://") ? $0 : absolute($0) }
+            spec.seeds = delta.seeds.map(absolute)
         }
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)

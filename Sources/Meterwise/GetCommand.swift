@@ -60,23 +60,8 @@ struct GetCommand: AsyncParsableCommand {
             visibility: .hidden))
     var backgroundTarget: Int?
 
-    @Flag(
-        help:
-            "Fetch only what changed (docs/delta.md): read the zsync control file URL.zsync, take every block the file at -o and the --seed files already hold, and fetch the rest."
-    )
-    var zsync = false
-
-    @Option(
-        name: .customLong("zsync-url"),
-        help: ArgumentHelp(
-            "The control file's URL or path, when it is not URL.zsync (`--zsync CONTROL` works too).",
-            valueName: "control"))
-    var zsyncURL: String?
-
-    @Option(
-        name: .customLong("seed"),
-        help: ArgumentHelp("An older version to take blocks from (with --zsync; may be repeated).", valueName: "file"))
-    var seeds: [String] = []
+    @OptionGroup(title: "Deltas")
+    var delta: DeltaOptions
 
     @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
     var rate: String?
@@ -141,9 +126,6 @@ struct GetCommand: AsyncParsableCommand {
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
         }
-        if !seeds.isEmpty, !zsync, zsyncURL == nil {
-            throw ValidationError("--seed needs --zsync: seeds are read for a delta download only.")
-        }
         if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
@@ -164,7 +146,7 @@ struct GetCommand: AsyncParsableCommand {
         request.lowSpeedLimit = Units.parseBytes(speedLimit) ?? 1024
         request.lowSpeedTime = .seconds(speedTime)
         request.maxRetries = retries
-        if zsync || zsyncURL != nil { request.delta = DeltaSource(control: zsyncURL, seeds: seeds) }
+        if delta.isDelta { request.delta = DeltaSource(control: delta.zsyncURL, seeds: delta.seeds) }
         let shownURL = RedactedURL.redact(url)
         do throws(TransferError) {
             request.tls = try connection.tls()

@@ -133,15 +133,9 @@ struct DeltaScanTests {
     ) {
         let index = try BlockIndex(control)
         let map = BlockMap(blocks: control.blockCount)
-        let path = "/tmp/meterwise-delta-seed-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600)
-        defer {
-            close(fd)
-            unlink(path)
-        }
-        _ = seed.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let fd = try TemporaryFile(seed)
         _ = await index.scan(
-            fd: fd, length: Int64(seed.count), seed: 1, mode: .rolling, found: map, progress: { _ in })
+            fd: fd.descriptor, length: Int64(seed.count), seed: 1, mode: .rolling, found: map, progress: { _ in })
         let plan = DeltaPlan(control: control, found: map.entries)
         var out = [UInt8](repeating: 0, count: target.count)
         for copy in plan.copies {
@@ -201,15 +195,9 @@ struct DeltaScanTests {
         partial.replaceSubrange(49_500..<50_000, with: [UInt8](repeating: 0, count: 500))  // the last one, half written
         let index = try BlockIndex(control)
         let map = BlockMap(blocks: control.blockCount)
-        let path = "/tmp/meterwise-delta-partial-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600)
-        defer {
-            close(fd)
-            unlink(path)
-        }
-        _ = partial.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let file = try TemporaryFile(partial)
         _ = await index.scan(
-            fd: fd, length: Int64(partial.count), seed: 0, mode: .inPlace, found: map, progress: { _ in })
+            fd: file.descriptor, length: Int64(partial.count), seed: 0, mode: .inPlace, found: map, progress: { _ in })
         let plan = DeltaPlan(control: control, found: map.entries)
         #expect(plan.missing == [9216..<10240, 49_152..<50_000])
         #expect(plan.copies.isEmpty)  // seed 0 is the partial itself: nothing to copy
@@ -338,4 +326,20 @@ enum ZsyncMaker {
         }
         return out
     }
+}
+
+/// A file of given bytes, open for reading, removed when the value goes.
+final class TemporaryFile {
+    let descriptor: Int32
+
+    init(_ bytes: [UInt8]) throws {
+        var template = Array("/tmp/meterwise-delta-XXXXXX".utf8CString)
+        descriptor = mkstemp(&template)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown) }
+        unlink(template)
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == bytes.count else { throw CocoaError(.fileWriteUnknown) }
+    }
+
+    deinit { close(descriptor) }
 }

@@ -134,6 +134,11 @@ struct DeltaTests {
             let result = try #require(second.result)
             #expect(result.sha256 == setup.newSHA)
             #expect(events.contains { if case .delta(.resumed) = $0 { return true } else { return false } })
+            // The control file kept beside the partial was still the server's: a 304, not 2 MiB again.
+            let log = (try? String(contentsOfFile: setup.log, encoding: .utf8)) ?? ""
+            #expect(
+                log.split(separator: "\n").contains { $0.contains("GET /new.img.zsync ") && $0.contains("\" 304 ") })
+            #expect(!Fixture.exists(setup.fixture.path("out.img.delta-part.zsync")))
             // What the first run wrote is found in place: the two runs fetch the plan once, give or take the
             // block each connection was in the middle of (2 KiB) and the multipart framing.
             let both = fetchedFirst + result.bytesFetched

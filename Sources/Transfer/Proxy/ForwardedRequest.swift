@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 
@@ -38,5 +39,23 @@ final class AbsoluteFormTarget: ChannelOutboundHandler, RemovableChannelHandler 
             part = .head(head)
         }
         context.write(wrapOutboundOut(part), promise: promise)
+    }
+}
+
+extension HTTPClientRequest {
+    /// A GET of `url` as the downloader sends it: the body as stored (`identity`), Meterwise's user agent, and
+    /// through an HTTP proxy in absolute form when `forwarded` (with the proxy's credentials, if it has any).
+    static func download(_ url: String, forwarded: ForwardedRequest?, proxy: ProxyServer?) -> HTTPClientRequest {
+        var http = HTTPClientRequest(url: forwarded?.clientURL ?? url)
+        http.method = .GET
+        if let forwarded {
+            http.headers.add(name: "Host", value: forwarded.host)
+            if let authorization = proxy?.basicAuthorization {
+                http.headers.add(name: "Proxy-Authorization", value: "Basic \(authorization)")
+            }
+        }
+        http.headers.add(name: "Accept-Encoding", value: "identity")
+        http.headers.add(name: "User-Agent", value: "meterwise")
+        return http
     }
 }

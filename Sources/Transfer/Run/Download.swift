@@ -160,7 +160,7 @@ public final class Download: Sendable {
     public static func removePartial(of destination: String, identity: FileIdentity?) {
         guard let directory = try? OutputDirectory.open(holding: destination, identity: identity) else { return }
         let names = OutputNames(destination: destination)
-        for name in [names.checkpoint, names.partial, names.deltaPartial] {
+        for name in [names.checkpoint, names.partial, names.deltaPartial, names.controlCache] {
             if case .own(let fd) = directory.openOwn(name, writable: false) {
                 close(fd)
                 try? directory.remove(name)

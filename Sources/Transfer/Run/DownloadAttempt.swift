@@ -294,16 +294,7 @@ extension DownloadRun {
         var redirects = 0
         while true {
             let forwarded = forwarding(url)
-            var http = HTTPClientRequest(url: forwarded?.clientURL ?? url)
-            http.method = .GET
-            if let forwarded {
-                http.headers.add(name: "Host", value: forwarded.host)
-                if let authorization = proxy?.basicAuthorization {
-                    http.headers.add(name: "Proxy-Authorization", value: "Basic \(authorization)")
-                }
-            }
-            http.headers.add(name: "Accept-Encoding", value: "identity")
-            http.headers.add(name: "User-Agent", value: "meterwise")
+            var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
             if let range = ask.rangeHeader {
                 http.headers.add(name: "Range", value: range)
                 if let known, hasLocalData || ask.start > 0 || id > 0 {
