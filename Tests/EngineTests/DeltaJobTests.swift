@@ -95,6 +95,48 @@ struct DeltaJobTests {
         }
     }
 
+    @Test func aLargerDeltaPausesOnCellularAndResumesOnWiFiWithNothingFetchedTwice() async throws {
+        let (old, new) = Self.versions()
+        // The same rules, with "small" under 1 MiB: this delta (about 1.5 MiB) is not small.
+        let h = try await EngineHarness(policy: Self.policy.replacingOccurrences(of: "< 20MiB", with: "< 1MiB"))
+        try await h.use { h in
+            let root = h.directory.appendingPathComponent("www").path
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: root + "/image.bin", contents: new)
+            let make = Process()
+            make.executableURL = URL(fileURLWithPath: TestNeeds.zsyncmake!)
+            make.arguments = ["-b", "2048", "-o", root + "/image.bin.zsync", root + "/image.bin"]
+            make.currentDirectoryURL = URL(fileURLWithPath: root)
+            try make.run()
+            make.waitUntilExit()
+            let nginx = try Nginx(root: root, location: "limit_rate 200k;")
+            defer { nginx.stop() }
+            let destination = h.directory.appendingPathComponent("image.bin").path
+            _ = FileManager.default.createFile(atPath: destination, contents: old)
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            var spec = JobSpec(url: nginx.url("/image.bin"), destination: destination)
+            spec.zsync = true
+            let job = try await h.engine.add(spec)
+            #expect(try await h.until { try await h.engine.status(job.id).job.bytesFetched > 300_000 })
+            let planned = try #require(try await h.engine.status(job.id).job.deltaBytes)
+            h.monitor.send(up: ["wlan0", "wwan0"], primary: "wwan0")
+            #expect(try await h.until { try await h.state(job.id) == .waiting })
+            #expect(try await h.engine.status(job.id).job.rule == "everything-else-waits")
+            h.monitor.send(up: ["wlan0"], primary: "wlan0")
+            // The policy's resume_after (1 s) on the engine's clock.
+            #expect(
+                try await h.until(timeout: .seconds(60)) {
+                    h.clock.advance(by: .milliseconds(500))
+                    return try await h.state(job.id) == .completed
+                })
+            let done = try await h.engine.status(job.id)
+            #expect(FileManager.default.contents(atPath: destination) == new)
+            // Both runs fetched the plan once: what the pause left unread and a block per connection aside.
+            #expect(
+                done.job.bytesFetched <= planned + 512 << 10, "planned \(planned), fetched \(done.job.bytesFetched)")
+        }
+    }
+
     @Test func theSameFileWithoutADeltaWaitsOnCellular() async throws {
         let (_, new) = Self.versions()
         let h = try await EngineHarness(policy: Self.policy)

@@ -151,11 +151,16 @@ struct DeltaRun: Sendable {
         guard DeltaSource.isRemote(location) else {
             let path = location.hasPrefix("file://") ? String(location.dropFirst(7)) : location
             let fd = try request.identity.perform { () throws(TransferError) -> Int32 in
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
                 guard fd >= 0 else { throw FileIO.error("open the control file \(path)") }
                 return fd
             }
             defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+                throw TransferError(
+                    .controlFile, "\(path) is not a regular file; give the control file zsyncmake wrote.")
+            }
             guard let bytes = FileIO.readAll(fd: fd, limit: Self.maxControlBytes + 1) else {
                 throw FileIO.error("read the control file \(path)")
             }
