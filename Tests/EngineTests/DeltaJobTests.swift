@@ -49,28 +49,38 @@ struct DeltaJobTests {
         return (Data(old), Data(new))
     }
 
+    /// Serves `new` and its control file (zsyncmake) from nginx at 200 KiB/s (slow enough that a link changes
+    /// while the delta is fetched), puts `old` at the destination and adds a delta job on Wi-Fi.
+    static func addDeltaJob(_ h: EngineHarness, old: Data, new: Data) async throws -> (Nginx, String, JobRecord) {
+        let root = h.directory.appendingPathComponent("www").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: root + "/image.bin", contents: new)
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: TestNeeds.zsyncmake!)
+        make.arguments = ["-b", "2048", "-o", root + "/image.bin.zsync", root + "/image.bin"]
+        make.currentDirectoryURL = URL(fileURLWithPath: root)
+        try make.run()
+        make.waitUntilExit()
+        let nginx = try Nginx(root: root, location: "limit_rate 200k;")
+        let destination = h.directory.appendingPathComponent("image.bin").path
+        _ = FileManager.default.createFile(atPath: destination, contents: old)
+        h.monitor.send(up: ["wlan0"], primary: "wlan0")
+        var spec = JobSpec(url: nginx.url("/image.bin"), destination: destination)
+        spec.zsync = true
+        do {
+            return (nginx, destination, try await h.engine.add(spec))
+        } catch {
+            nginx.stop()
+            throw error
+        }
+    }
+
     @Test func aSmallDeltaOfALargeFileRunsOnCellularAndCountsItsBytes() async throws {
         let (old, new) = Self.versions()
         let h = try await EngineHarness(policy: Self.policy)
         try await h.use { h in
-            let root = h.directory.appendingPathComponent("www").path
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            _ = FileManager.default.createFile(atPath: root + "/image.bin", contents: new)
-            let make = Process()
-            make.executableURL = URL(fileURLWithPath: TestNeeds.zsyncmake!)
-            make.arguments = ["-b", "2048", "-o", root + "/image.bin.zsync", root + "/image.bin"]
-            make.currentDirectoryURL = URL(fileURLWithPath: root)
-            try make.run()
-            make.waitUntilExit()
-            // Slow enough that the link changes while the delta is fetched.
-            let nginx = try Nginx(root: root, location: "limit_rate 200k;")
+            let (nginx, destination, job) = try await Self.addDeltaJob(h, old: old, new: new)
             defer { nginx.stop() }
-            let destination = h.directory.appendingPathComponent("image.bin").path
-            _ = FileManager.default.createFile(atPath: destination, contents: old)
-            h.monitor.send(up: ["wlan0"], primary: "wlan0")
-            var spec = JobSpec(url: nginx.url("/image.bin"), destination: destination)
-            spec.zsync = true
-            let job = try await h.engine.add(spec)
             #expect(job.zsync == "")
             // Scanned on Wi-Fi: what is left is about 6 % of the file.
             #expect(try await h.until { try await h.engine.status(job.id).job.deltaBytes != nil })
@@ -100,23 +110,8 @@ struct DeltaJobTests {
         // The same rules, with "small" under 1 MiB: this delta (about 1.5 MiB) is not small.
         let h = try await EngineHarness(policy: Self.policy.replacingOccurrences(of: "< 20MiB", with: "< 1MiB"))
         try await h.use { h in
-            let root = h.directory.appendingPathComponent("www").path
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            _ = FileManager.default.createFile(atPath: root + "/image.bin", contents: new)
-            let make = Process()
-            make.executableURL = URL(fileURLWithPath: TestNeeds.zsyncmake!)
-            make.arguments = ["-b", "2048", "-o", root + "/image.bin.zsync", root + "/image.bin"]
-            make.currentDirectoryURL = URL(fileURLWithPath: root)
-            try make.run()
-            make.waitUntilExit()
-            let nginx = try Nginx(root: root, location: "limit_rate 200k;")
+            let (nginx, destination, job) = try await Self.addDeltaJob(h, old: old, new: new)
             defer { nginx.stop() }
-            let destination = h.directory.appendingPathComponent("image.bin").path
-            _ = FileManager.default.createFile(atPath: destination, contents: old)
-            h.monitor.send(up: ["wlan0"], primary: "wlan0")
-            var spec = JobSpec(url: nginx.url("/image.bin"), destination: destination)
-            spec.zsync = true
-            let job = try await h.engine.add(spec)
             #expect(try await h.until { try await h.engine.status(job.id).job.bytesFetched > 300_000 })
             let planned = try #require(try await h.engine.status(job.id).job.deltaBytes)
             h.monitor.send(up: ["wlan0", "wwan0"], primary: "wwan0")
