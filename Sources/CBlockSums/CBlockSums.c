@@ -216,7 +216,8 @@ static void release_pages(const uint8_t *map, uint64_t *released, uint64_t upto)
 static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0, uint64_t p1, uint64_t base,
                        uint16_t seed, uint64_t *found, scan_state *st, uint64_t *progress, const int *cancel,
                        const uint8_t *map) {
-    uint64_t released = 0;
+    // Pages below the first position scanned belong to another part's scan: never given back from here.
+    uint64_t released = (base + p0) & ~(uint64_t)4095;
     const uint32_t bs = ix->block_size, shift = ix->shift, mask = ix->weak_mask, last = ix->blocks - 1;
     const int seq = ix->sequence;
     const uint32_t hbits = ix->hash_bits, fbits = ix->filter_bits;
@@ -308,23 +309,34 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
 
 uint64_t mw_block_scan(const mw_block_index *ix, const uint8_t *seed, uint64_t length, uint16_t seed_id,
                        uint64_t *found, uint64_t *progress, const int *cancel) {
+    return mw_block_scan_part(ix, seed, length, 0, length, seed_id, found, progress, cancel);
+}
+
+uint64_t mw_block_scan_part(const mw_block_index *ix, const uint8_t *seed, uint64_t length, uint64_t start,
+                            uint64_t end, uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel) {
     if (!ix || length == 0) return 0;
+    if (end > length) end = length;
+    if (start >= end) return 0;
     const uint64_t context = (uint64_t)ix->sequence * ix->block_size;
-    scan_state st = {.expect_offset = UINT64_MAX, .expect_block = ix->blocks, .resume_at = 0, .newly = 0};
+    scan_state st = {.expect_offset = UINT64_MAX, .expect_block = ix->blocks, .resume_at = start, .newly = 0};
     // Positions whose windows lie inside the seed, read in place...
     const uint64_t inside = length >= context ? length - context + 1 : 0;
-    if (inside > 0) scan_range(ix, seed, 0, inside, 0, seed_id, found, &st, progress, cancel, seed);
+    const uint64_t main_end = end < inside ? end : inside;
+    if (start < main_end) scan_range(ix, seed, start, main_end, 0, seed_id, found, &st, progress, cancel, seed);
     if (cancel && *cancel) return st.newly;
-    // ...and the rest from a copy followed by zeros, as if the seed went on with them.
-    const uint64_t tail = length - inside;
-    uint8_t *buf = calloc((size_t)(tail + context), 1);
-    if (!buf) return st.newly;
-    memcpy(buf, seed + inside, (size_t)tail);
-    scan_range(ix, buf, 0, tail, inside, seed_id, found, &st, progress, cancel, NULL);
-    uint64_t released = 0;
-    release_pages(seed, &released, length);
-    free(buf);
-    progress_store(progress, length);
+    // ...and those near the seed's end from a copy followed by zeros, as if the seed went on with them.
+    if (end > inside && st.resume_at < end) {
+        const uint64_t tail = length - inside;
+        uint8_t *buf = calloc((size_t)(tail + context), 1);
+        if (!buf) return st.newly;
+        memcpy(buf, seed + inside, (size_t)tail);
+        const uint64_t from = start > inside ? start - inside : 0;
+        scan_range(ix, buf, from, end - inside, inside, seed_id, found, &st, progress, cancel, NULL);
+        free(buf);
+    }
+    uint64_t released = start & ~(uint64_t)4095;
+    release_pages(seed, &released, end);
+    progress_store(progress, end);
     return st.newly;
 }
 

@@ -128,14 +128,15 @@ struct DeltaScanTests {
     // MARK: - The scan
 
     /// The target assembled from what the scan found in `seed` and the missing ranges taken from `target`.
-    static func assemble(target: [UInt8], seed: [UInt8], control: ZsyncControl) async throws -> (
+    static func assemble(target: [UInt8], seed: [UInt8], control: ZsyncControl, parts: Int? = nil) async throws -> (
         [UInt8], DeltaPlan
     ) {
         let index = try BlockIndex(control)
         let map = BlockMap(blocks: control.blockCount)
         let fd = try TemporaryFile(seed)
         _ = await index.scan(
-            fd: fd.descriptor, length: Int64(seed.count), seed: 1, mode: .rolling, found: map, progress: { _ in })
+            fd: fd.descriptor, length: Int64(seed.count), seed: 1, mode: .rolling, found: map, parts: parts,
+            progress: { _ in })
         let plan = DeltaPlan(control: control, found: map.entries)
         var out = [UInt8](repeating: 0, count: target.count)
         for copy in plan.copies {
@@ -163,6 +164,22 @@ struct DeltaScanTests {
         // Four changes touch at most 2 blocks each, the tail 1 and a pairing rule at most one more per change.
         #expect(plan.bytesToFetch <= 12 * 1024, "fetches \(plan.bytesToFetch)")
         #expect(plan.bytesReused > 280_000)
+    }
+
+    @Test(arguments: [2, 3, 7])
+    func aSeedScannedInPartsFindsWhatOneScanFinds(parts: Int) async throws {
+        let old = Self.bytes(400_000, seed: 12)
+        var new = old
+        new.insert(contentsOf: Self.bytes(333, seed: 13), at: 100_000)
+        new.replaceSubrange(250_000..<252_000, with: Self.bytes(2000, seed: 14))
+        let control = try ZsyncControl.parse(
+            ZsyncMaker.make(new, blockSize: 1024, sequence: 2, weakBytes: 3, strongBytes: 5), source: "t")
+        let (whole, onePlan) = try await Self.assemble(target: new, seed: old, control: control)
+        let (split, plan) = try await Self.assemble(target: new, seed: old, control: control, parts: parts)
+        #expect(whole == new && split == new)
+        // A run that crosses a cut is found again from the next part's first full pair: at most a block or
+        // two per cut more to fetch.
+        #expect(plan.bytesToFetch <= onePlan.bytesToFetch + Int64(parts - 1) * 2048)
     }
 
     @Test func anUnrelatedSeedGivesNothing() async throws {

@@ -39,6 +39,11 @@ void mw_block_index_free(mw_block_index *index);
 uint64_t mw_block_scan(const mw_block_index *index, const uint8_t *seed, uint64_t length, uint16_t seed_id,
                        uint64_t *found, uint64_t *progress, const int *cancel);
 
+/// The same for the positions `start..<end` of a seed of `length` bytes (windows read on past `end`, up to
+/// the seed's end): parts of one seed scanned on several threads, each with its own `found` and `progress`.
+uint64_t mw_block_scan_part(const mw_block_index *index, const uint8_t *seed, uint64_t length, uint64_t start,
+                            uint64_t end, uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel);
+
 /// Checks the blocks of a partial file where they belong (block i at offset i × block size) and fills
 /// `found` for each that is already right, as seed `seed_id`. Returns the number newly found.
 uint64_t mw_block_verify_in_place(const mw_block_index *index, const uint8_t *data, uint64_t length,

@@ -34,55 +34,83 @@ final class BlockIndex: @unchecked Sendable {
     /// How a scan searches its bytes.
     enum Mode { case rolling, inPlace }
 
+    /// Seeds from this size are scanned in parts on several cores.
+    static let parallelFrom: Int64 = 64 << 20
+
     /// Scans the `length` bytes of `fd` (a seed, or the partial file in place) and fills `found` for the
-    /// blocks it holds, as seed `seed`. `progress` is called about every 250 ms with the bytes scanned.
+    /// blocks it holds, as seed `seed`. `parts` (tests) sets how many parts a rolling scan is cut into.
+    /// `progress` is called about every 250 ms with the bytes scanned.
     /// Returns the number of blocks newly found.
     func scan(
-        fd: Int32, length: Int64, seed: UInt16, mode: Mode, found: BlockMap,
+        fd: Int32, length: Int64, seed: UInt16, mode: Mode, found: BlockMap, parts asked: Int? = nil,
         progress: @escaping @Sendable (Int64) -> Void
     ) async -> Int {
         guard length > 0 else { return 0 }
         guard let base = mmap(nil, Int(length), PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else { return 0 }
         defer { munmap(base, Int(length)) }
         _ = madvise(base, Int(length), MADV_SEQUENTIAL)
-        let counter = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
-        counter.initialize(to: 0)
+        // A large seed is searched in parts, one per core (two at most: the scan reads as fast as the page
+        // cache gives), each with its own copy of the map; the parts' finds are merged in offset order.
+        let cores = max(1, min(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+        let parts = mode == .inPlace ? 1 : max(1, min(16, asked ?? (length >= Self.parallelFrom ? cores : 1)))
         let cancel = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
         cancel.initialize(to: 0)
+        let counters = UnsafeMutablePointer<UInt64>.allocate(capacity: parts)
+        counters.initialize(repeating: 0, count: parts)
         defer {
-            counter.deallocate()
+            counters.deallocate()
             cancel.deallocate()
         }
-        let job = ScanJob(
-            index: index, base: UnsafeRawPointer(base), length: UInt64(length), seed: seed, mode: mode,
-            found: found, counter: counter, cancel: cancel)
+        let jobs = (0..<parts).map { part in
+            ScanJob(
+                index: index, base: UnsafeRawPointer(base), length: UInt64(length),
+                start: UInt64(length) * UInt64(part) / UInt64(parts),
+                end: UInt64(length) * UInt64(part + 1) / UInt64(parts), seed: seed, mode: mode,
+                found: parts == 1 ? found : BlockMap(copying: found), counter: counters + part, cancel: cancel)
+        }
         let newly = await withTaskCancellationHandler {
             await withTaskGroup(of: Int?.self) { group in
-                group.addTask {
-                    await withCheckedContinuation { (done: CheckedContinuation<Int?, Never>) in
-                        // A queue of its own targets an overcommitting pool: the scan never holds a thread of
-                        // the cooperative pool.
-                        DispatchQueue(label: "meterwise.delta.scan").async { done.resume(returning: job.run()) }
+                for job in jobs {
+                    group.addTask {
+                        await withCheckedContinuation { (done: CheckedContinuation<Int?, Never>) in
+                            // A queue of its own targets an overcommitting pool: the scan never holds a thread of
+                            // the cooperative pool.
+                            DispatchQueue(label: "meterwise.delta.scan").async { done.resume(returning: job.run()) }
+                        }
                     }
                 }
                 group.addTask {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .milliseconds(250))
-                        progress(Int64(mw_progress_load(job.counter)))
+                        progress(jobs.reduce(0) { $0 + Int64(mw_progress_load($1.counter)) - Int64($1.start) })
                     }
                     return nil
                 }
+                var left = jobs.count
                 var newly = 0
-                while let next = await group.next() {
+                while left > 0, let next = await group.next() {
                     if let n = next {
-                        newly = n
-                        group.cancelAll()
+                        newly += n
+                        left -= 1
                     }
                 }
+                group.cancelAll()
                 return newly
             }
         } onCancel: {
-            job.cancel.pointee = 1
+            jobs.first?.cancel.pointee = 1
+        }
+        if parts > 1 {
+            // Each part found its blocks in its own copy: the first part's find of a block wins.
+            var merged = 0
+            for block in found.entries.indices where found.entries[block] == .max {
+                if let entry = jobs.lazy.map({ $0.found.entries[block] }).first(where: { $0 != .max }) {
+                    found.entries[block] = entry
+                    merged += 1
+                }
+            }
+            progress(length)
+            return merged
         }
         progress(length)
         return newly
@@ -96,6 +124,9 @@ final class BlockMap: @unchecked Sendable {
 
     init(blocks: Int) { entries = [UInt64](repeating: UInt64.max, count: blocks) }
 
+    /// A copy of `other`, for one part of a scan.
+    init(copying other: BlockMap) { entries = other.entries }
+
     /// Blocks found so far.
     var foundCount: Int { entries.reduce(0) { $0 + ($1 == .max ? 0 : 1) } }
 }
@@ -105,6 +136,9 @@ private struct ScanJob: @unchecked Sendable {
     let index: OpaquePointer
     let base: UnsafeRawPointer
     let length: UInt64
+    /// The part of the seed whose positions this job searches.
+    let start: UInt64
+    let end: UInt64
     let seed: UInt16
     let mode: BlockIndex.Mode
     let found: BlockMap
@@ -116,7 +150,7 @@ private struct ScanJob: @unchecked Sendable {
         return found.entries.withUnsafeMutableBufferPointer { entries in
             switch mode {
             case .rolling:
-                Int(mw_block_scan(index, bytes, length, seed, entries.baseAddress, counter, cancel))
+                Int(mw_block_scan_part(index, bytes, length, start, end, seed, entries.baseAddress, counter, cancel))
             case .inPlace:
                 Int(mw_block_verify_in_place(index, bytes, length, seed, entries.baseAddress, counter, cancel))
             }
