@@ -1,4 +1,5 @@
-# Shared by the bench scripts (sourced): the release binary, a pair of network namespaces, nginx's config.
+# Shared by the bench scripts (sourced): the release binary, a pair of network namespaces, nginx's config, a
+# free port, a CA and a server certificate for HTTPS rows.
 
 # Sets BIN to the release build (`packaging/release-flags.sh`, built into SCRATCH, default
 # ROOT/.build-release) unless BIN is already set; makes it absolute.
@@ -63,4 +64,22 @@ CONF
     local line
     for line in "$@"; do printf '    %s\n' "$line"; done
     echo "}"
+}
+
+# Prints a TCP port free on 127.0.0.1 now.
+bench_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# A CA made for this run and a certificate for 127.0.0.1 (subjectAltName IP:127.0.0.1) signed by it, both
+# valid 2 days, in DIR: ca.pem (what clients trust: curl/meterwise --cacert), server.pem and server.key
+# (nginx's ssl_certificate and ssl_certificate_key); ca.key, server.csr, ext.cnf and ca.srl beside them.
+bench_tls_ca() {
+    local dir=$1
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 -subj "/CN=bench CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout "$dir/server.key" -out "$dir/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$dir/ext.cnf"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+        -out "$dir/server.pem" -days 2 -extfile "$dir/ext.cnf" 2>/dev/null
 }

@@ -4,7 +4,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <errno.h>
+#include <unistd.h>
 
 // ---- MD4 ----
 
@@ -203,21 +204,8 @@ static inline int record(uint64_t *found, uint32_t block, uint16_t seed, uint64_
 
 // Scans positions [p0, p1) of `buf`, whose first byte is at global offset `base`; `buf` holds at least
 // p1 - 1 + sequence × block_size bytes.
-// Gives back the pages of a mapped seed below `upto` (page-aligned from `map`): the scan reads each byte
-// once, and without this a 1 GiB seed would count as 1 GiB of the process's resident memory.
-static void release_pages(const uint8_t *map, uint64_t *released, uint64_t upto) {
-    if (!map) return;
-    upto &= ~(uint64_t)4095;
-    if (upto <= *released) return;
-    madvise((void *)(map + *released), (size_t)(upto - *released), MADV_DONTNEED);
-    *released = upto;
-}
-
 static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0, uint64_t p1, uint64_t base,
-                       uint16_t seed, uint64_t *found, scan_state *st, uint64_t *progress, const int *cancel,
-                       const uint8_t *map) {
-    // Pages below the first position scanned belong to another part's scan: never given back from here.
-    uint64_t released = (base + p0) & ~(uint64_t)4095;
+                       uint16_t seed, uint64_t *found, scan_state *st, uint64_t *progress, const int *cancel) {
     const uint32_t bs = ix->block_size, shift = ix->shift, mask = ix->weak_mask, last = ix->blocks - 1;
     const int seq = ix->sequence;
     const uint32_t hbits = ix->hash_bits, fbits = ix->filter_bits;
@@ -234,8 +222,6 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
         }
         if (pos >= next_report) {
             progress_store(progress, base + pos);
-            // The backward check reads one block back: keep two.
-            if (pos > 2 * (uint64_t)bs) release_pages(map, &released, pos - 2 * (uint64_t)bs);
             if (cancel && *cancel) break;
             next_report = pos + (4u << 20);
         }
@@ -280,7 +266,7 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
         if (run) {
             for (int k = 0; k < run; k++) st->newly += record(found, hit + (uint32_t)k, seed, g + (uint64_t)k * bs);
             // The block before a new run, if it is here too (a lone unchanged block after a change).
-            if (hit > 0 && found[hit - 1] == MW_BLOCK_NOT_FOUND && pos >= p0 + bs && pos >= bs) {
+            if (hit > 0 && found[hit - 1] == MW_BLOCK_NOT_FOUND && pos >= bs) {
                 const uint8_t *before = buf + pos - bs;
                 if ((mw_rsum(before, bs) & mask) == ix->weak[hit - 1] && strong_matches(ix, before, hit - 1)) {
                     st->newly += record(found, hit - 1, seed, g - bs);
@@ -307,72 +293,80 @@ static void scan_range(const mw_block_index *ix, const uint8_t *buf, uint64_t p0
     st->resume_at = base + pos;
 }
 
-uint64_t mw_block_scan(const mw_block_index *ix, const uint8_t *seed, uint64_t length, uint16_t seed_id,
-                       uint64_t *found, uint64_t *progress, const int *cancel) {
-    return mw_block_scan_part(ix, seed, length, 0, length, seed_id, found, progress, cancel);
+// Reads `length` bytes at `offset`; returns the bytes read (fewer only at the file's end).
+static uint64_t read_at(int fd, uint8_t *buf, uint64_t length, uint64_t offset) {
+    uint64_t done = 0;
+    while (done < length) {
+        ssize_t n = pread(fd, buf + done, (size_t)(length - done), (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (uint64_t)n;
+    }
+    return done;
 }
 
-uint64_t mw_block_scan_part(const mw_block_index *ix, const uint8_t *seed, uint64_t length, uint64_t start,
-                            uint64_t end, uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel) {
+// Windows of positions scanned per read.
+#define SCAN_WINDOW ((uint64_t)8 << 20)
+
+uint64_t mw_block_scan_fd(const mw_block_index *ix, int fd, uint64_t length, uint64_t start, uint64_t end,
+                          uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel) {
     if (!ix || length == 0) return 0;
     if (end > length) end = length;
     if (start >= end) return 0;
-    const uint64_t context = (uint64_t)ix->sequence * ix->block_size;
+    const uint64_t bs = ix->block_size, context = (uint64_t)ix->sequence * bs;
+    // One block before the window (the look back at a new run), the window, and the context its last
+    // positions read.
+    uint8_t *buf = malloc((size_t)(bs + SCAN_WINDOW + context));
+    if (!buf) return 0;
     scan_state st = {.expect_offset = UINT64_MAX, .expect_block = ix->blocks, .resume_at = start, .newly = 0};
-    // Positions whose windows lie inside the seed, read in place...
-    const uint64_t inside = length >= context ? length - context + 1 : 0;
-    const uint64_t main_end = end < inside ? end : inside;
-    if (start < main_end) scan_range(ix, seed, start, main_end, 0, seed_id, found, &st, progress, cancel, seed);
-    if (cancel && *cancel) return st.newly;
-    // ...and those near the seed's end from a copy followed by zeros, as if the seed went on with them.
-    if (end > inside && st.resume_at < end) {
-        const uint64_t tail = length - inside;
-        uint8_t *buf = calloc((size_t)(tail + context), 1);
-        if (!buf) return st.newly;
-        memcpy(buf, seed + inside, (size_t)tail);
-        const uint64_t from = start > inside ? start - inside : 0;
-        scan_range(ix, buf, from, end - inside, inside, seed_id, found, &st, progress, cancel, NULL);
-        free(buf);
+    while (st.resume_at < end && !(cancel && *cancel)) {
+        const uint64_t pos = st.resume_at;
+        const uint64_t base = pos >= bs ? pos - bs : 0;
+        const uint64_t stop = end - pos > SCAN_WINDOW ? pos + SCAN_WINDOW : end;
+        const uint64_t need = stop - 1 + context - base;
+        const uint64_t avail = length - base < need ? length - base : need;
+        // Past the seed's end the window is zeros, as zsync pads it; a seed that shrank meanwhile ends here.
+        const uint64_t got = read_at(fd, buf, avail, base);
+        if (got < avail) break;
+        memset(buf + got, 0, (size_t)(need - got));
+        scan_range(ix, buf, pos - base, stop - base, base, seed_id, found, &st, progress, cancel);
     }
-    uint64_t released = start & ~(uint64_t)4095;
-    release_pages(seed, &released, end);
+    free(buf);
     progress_store(progress, end);
     return st.newly;
 }
 
-uint64_t mw_block_verify_in_place(const mw_block_index *ix, const uint8_t *data, uint64_t length,
-                                  uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel) {
-    if (!ix) return 0;
-    uint64_t newly = 0, released = 0;
+uint64_t mw_block_verify_fd(const mw_block_index *ix, int fd, uint64_t length, uint32_t first, uint32_t count,
+                            uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel) {
+    if (!ix || first >= ix->blocks) return 0;
+    if (count > ix->blocks - first) count = ix->blocks - first;
     const uint64_t bs = ix->block_size;
-    for (uint32_t b = 0; b < ix->blocks; b++) {
-        const uint64_t offset = (uint64_t)b * bs;
+    const uint32_t per_read = (uint32_t)(SCAN_WINDOW / bs) > 0 ? (uint32_t)(SCAN_WINDOW / bs) : 1;
+    uint8_t *buf = malloc((size_t)(per_read * bs));
+    if (!buf) return 0;
+    uint64_t newly = 0;
+    for (uint32_t b0 = first; b0 < first + count; b0 += per_read) {
+        if (cancel && *cancel) break;
+        const uint32_t n = first + count - b0 < per_read ? first + count - b0 : per_read;
+        const uint64_t offset = (uint64_t)b0 * bs;
         if (offset >= length) break;
-        if ((b & 1023) == 0) {
-            progress_store(progress, offset);
-            release_pages(data, &released, offset);
-            if (cancel && *cancel) break;
+        const uint64_t want = length - offset < (uint64_t)n * bs ? length - offset : (uint64_t)n * bs;
+        const uint64_t got = read_at(fd, buf, want, offset);
+        // The last block is compared zero-padded, as zsyncmake summed it; a file cut short reads as zeros.
+        memset(buf + got, 0, (size_t)((uint64_t)n * bs - got));
+        progress_store(progress, offset);
+        for (uint32_t k = 0; k < n; k++) {
+            const uint32_t b = b0 + k;
+            if (found[b] != MW_BLOCK_NOT_FOUND) continue;
+            const uint8_t *block = buf + (uint64_t)k * bs;
+            uint8_t digest[16];
+            mw_md4(block, (size_t)bs, 0, digest);
+            if (memcmp(digest, ix->strong + (size_t)b * 16, (size_t)ix->strong_length) != 0) continue;
+            if ((mw_rsum(block, (size_t)bs) & ix->weak_mask) != ix->weak[b]) continue;
+            newly += record(found, b, seed_id, (uint64_t)b * bs);
         }
-        if (found[b] != MW_BLOCK_NOT_FOUND) continue;
-        const uint64_t have = length - offset < bs ? length - offset : bs;
-        uint8_t digest[16];
-        mw_md4(data + offset, (size_t)have, (size_t)(bs - have), digest);
-        if (memcmp(digest, ix->strong + (size_t)b * 16, (size_t)ix->strong_length) != 0) continue;
-        // The weak sum as well: a stale block must fail both.
-        uint32_t weak;
-        if (have == bs) {
-            weak = mw_rsum(data + offset, bs);
-        } else {
-            uint8_t *padded = calloc(bs, 1);
-            if (!padded) continue;
-            memcpy(padded, data + offset, (size_t)have);
-            weak = mw_rsum(padded, bs);
-            free(padded);
-        }
-        if ((weak & ix->weak_mask) != ix->weak[b]) continue;
-        newly += record(found, b, seed_id, offset);
     }
-    release_pages(data, &released, length);
+    free(buf);
     progress_store(progress, length);
     return newly;
 }

@@ -182,6 +182,22 @@ struct DeltaScanTests {
         #expect(plan.bytesToFetch <= onePlan.bytesToFetch + Int64(parts - 1) * 2048)
     }
 
+    @Test func aSeedThatShrankEndsItsScanAndNothingElse() async throws {
+        // The scan is told of 1 MiB where 10 000 bytes are left (a seed truncated while it is scanned): it reads
+        // what is there and stops; it never maps the file, so nothing can fault.
+        let new = Self.bytes(50_000, seed: 15)
+        let control = try ZsyncControl.parse(
+            ZsyncMaker.make(new, blockSize: 1024, sequence: 2, weakBytes: 3, strongBytes: 5), source: "t")
+        let index = try BlockIndex(control)
+        for mode in [BlockIndex.Mode.rolling, .inPlace] {
+            let map = BlockMap(blocks: control.blockCount)
+            let file = try TemporaryFile(Array(new.prefix(10_000)))
+            _ = await index.scan(
+                fd: file.descriptor, length: 1 << 20, seed: 1, mode: mode, found: map, progress: { _ in })
+            #expect(map.foundCount <= 10, "\(mode): \(map.foundCount)")
+        }
+    }
+
     @Test func anUnrelatedSeedGivesNothing() async throws {
         let new = Self.bytes(100_000, seed: 8)
         let control = try ZsyncControl.parse(

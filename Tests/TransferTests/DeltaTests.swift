@@ -232,4 +232,56 @@ struct DeltaTests {
             #expect(malformed.stderr.contains("bad.zsync:2: Blocksize `7`"))
         }
     }
+
+    /// The server's file changed in one block after its control file was made (the length is the same).
+    static func corrupt(_ setup: Setup, at offset: Int) throws {
+        let handle = try #require(FileHandle(forWritingAtPath: setup.nginx.root + "/new.img"))
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 100))
+        try handle.close()
+    }
+
+    @Test func aFetchedBlockThatDoesNotMatchItsChecksumIsAskedAgainAndNeverKept() async throws {
+        try await Self.withVersions { setup in
+            // Offset 1 000 100 lies in the bytes inserted at 1 000 000: a block no seed has, so it is fetched.
+            try Self.corrupt(setup, at: 1_000_100)
+            var request = request(setup, seeds: [setup.old])
+            request.maxRetries = 2
+            request.retryCap = .milliseconds(300)
+            let download = Download(request: request)
+            await #expect {
+                _ = try await download.run()
+            } throws: { error in
+                (error as? TransferError)?.code == .retriesExhausted
+                    && (error as? TransferError)?.message.contains("did not match the control file's checksums") == true
+            }
+            #expect(!Fixture.exists(setup.fixture.path("out.img")))
+        }
+    }
+
+    @Test func whatTheSeedsHoldIsTheControlFilesWordNotTheServersLaterBytes() async throws {
+        try await Self.withVersions { setup in
+            // The server's first block changes after the control file was made; the seed holds it as the control
+            // file describes it. Every block is checked against the control file, so the result is its version
+            // (SHA-1 checked), as zsync's is; no byte of the changed block is fetched.
+            try Self.corrupt(setup, at: 100)
+            let destination = setup.fixture.path("out.img")
+            try FileManager.default.copyItem(atPath: setup.old, toPath: destination)
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request(setup, seeds: [])))
+            #expect(outcome.result?.sha256 == setup.newSHA)
+            #expect(Fixture.sha256(file: destination) == setup.newSHA)
+        }
+    }
+
+    @Test func theNewVersionKeepsTheOldOnesMode() async throws {
+        try await Self.withVersions { setup in
+            let destination = setup.fixture.path("out.img")
+            try FileManager.default.copyItem(atPath: setup.old, toPath: destination)
+            try FileManager.default.setAttributes([.posixPermissions: 0o750], ofItemAtPath: destination)
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request(setup, seeds: [])))
+            #expect(outcome.result?.sha256 == setup.newSHA)
+            let mode = try FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int
+            #expect(mode == 0o750)
+        }
+    }
 }

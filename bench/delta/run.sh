@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Delta bench: a zsync-style download of the new version of an image when the old version is at hand.
 # The reference client `zsync` against `meterwise get --zsync`, both from nginx on 127.0.0.1 (a port of its
-# own; nginx with its own prefix and config in a temp dir, stopped at exit).
+# own; nginx with its own prefix and config in a temp dir, stopped at exit) over plain HTTP; and meterwise
+# alone over HTTPS (zsync 0.6.2 has no https): a second port of the same nginx, same root, TLS with a
+# certificate from a CA made for the run (bench_tls_ca in bench/lib.sh).
 #
 # The data (bench/delta/make_versions.py, cached between runs in DELTA_WORK/<bytes>-seed<SEED>/): old.img,
 # SIZE random bytes from a seeded PRNG; new.img, the same with 5 % of its 4096-byte blocks changed in runs of
@@ -10,18 +12,21 @@
 #   zsync               zsync -i seed.img -o out.img http://.../new.img.zsync
 #   meterwise --seed    meterwise get http://.../new.img -o out.img --zsync --seed seed.img
 #   meterwise in place  the old version already at -o: meterwise get http://.../new.img -o out.img --zsync
+#   ... (https)         the two meterwise rows above with https://127.0.0.1:TLS_PORT/new.img and --cacert
+#                       CA.pem (HTTPS=1); their bytes and ratios are against zsync's HTTP row
 #   ... killed + re-run the --seed row (and zsync's) killed with SIGKILL once the server has sent KILL_AT of
 #                       the uninterrupted run's bytes (or at KILL_TIME of its wall time, if that comes
 #                       first), then run again to the end: the bytes of both runs against the uninterrupted
 #                       one (the re-run should not fetch again what the first run had).
 # Wall time, CPU (user + sys) and peak RSS from bench/download/measure.py; bytes fetched are what nginx sent
 # ($bytes_sent, headers included) for the requests the run made: its access log's lines before and after.
+# Over HTTPS that is what nginx handed to TLS: the records' framing and the handshakes are not in it.
 # Every output's sha256 is checked. A meterwise without `get --zsync` gives a row saying so, not a failure.
 # Usage: bash bench/delta/run.sh   Env: SIZE (1GiB; e.g. 64MiB), SEED (1), DELTA_WORK (/tmp/mw-delta-data),
-#        TOOLS ("zsync meterwise"), KILL (1: the kill rows), KILL_AT (0.5), KILL_TIME (0.9), BIN (default:
-#        the release build, built only when TOOLS has meterwise), MW_OPTS (more options for every
-#        `meterwise get`, word-split), KEEP (1: keep the run's directory: nginx's access log, each client's
-#        output; not the images).
+#        TOOLS ("zsync meterwise"), KILL (1: the kill rows), HTTPS (1: meterwise's HTTPS rows), KILL_AT
+#        (0.5), KILL_TIME (0.9), BIN (default: the release build, built only when TOOLS has meterwise),
+#        MW_OPTS (more options for every `meterwise get`, word-split), KEEP (1: keep the run's directory:
+#        nginx's access log, each client's output; not the images).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE="$ROOT/bench/delta"
@@ -30,6 +35,7 @@ SEED=${SEED:-1}
 DELTA_WORK=${DELTA_WORK:-/tmp/mw-delta-data}
 TOOLS=${TOOLS:-zsync meterwise}
 KILL=${KILL:-1}
+HTTPS=${HTTPS:-1}
 KILL_AT=${KILL_AT:-0.5}
 KILL_TIME=${KILL_TIME:-0.9}
 MW_OPTS=${MW_OPTS:-}
@@ -39,7 +45,7 @@ unset http_proxy https_proxy all_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY
 
 need() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 missing=""
-for pair in zsync:zsync zsyncmake:zsync nginx:nginx-light python3:python3-minimal ss:iproute2; do
+for pair in zsync:zsync zsyncmake:zsync nginx:nginx-light python3:python3-minimal ss:iproute2 openssl:openssl; do
     need "${pair%%:*}" || missing="$missing ${pair#*:}"
 done
 if [ -n "$missing" ] && [ "$(id -u)" = 0 ]; then
@@ -47,8 +53,8 @@ if [ -n "$missing" ] && [ "$(id -u)" = 0 ]; then
     # shellcheck disable=SC2086
     apt-get install -y -qq $missing >/dev/null
 fi
-for tool in zsync zsyncmake nginx python3 ss; do
-    need "$tool" || { echo "bench/delta: $tool is missing (apt-get install zsync nginx-light python3-minimal iproute2)" >&2; exit 1; }
+for tool in zsync zsyncmake nginx python3 ss openssl; do
+    need "$tool" || { echo "bench/delta: $tool is missing (apt-get install zsync nginx-light python3-minimal iproute2 openssl)" >&2; exit 1; }
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
@@ -102,17 +108,25 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$WORK/logs" "$WORK/tmp" "$WORK/out"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(bench_free_port)
+TLS_PORT=$(bench_free_port)
 LOG="$WORK/logs/access.log"
 # One line per request, tab-separated (bench/delta/serverlog.py reads it); the log is written as each
 # request ends, so the lines of a run are those added while it ran.
 # shellcheck disable=SC2016
 FORMAT='$msec\t$remote_port\t$connection\t$connection_requests\t$status\t$bytes_sent\t$body_bytes_sent\t$request_length\t"$request"\t"$http_range"\t"$sent_http_content_type"'
-bench_nginx_conf "$WORK" "log_format delta '$FORMAT';" \
-    "server { listen 127.0.0.1:$PORT; root $DATA; access_log $LOG delta; }" >"$WORK/nginx.conf"
+# The HTTPS server logs to the same file (rows run one at a time) and, per request, its TLS to tls.log.
+bench_tls_ca "$WORK"
+bench_nginx_conf "$WORK" "log_format delta '$FORMAT';" "log_format tls '\$ssl_protocol \$ssl_cipher';" \
+    "ssl_certificate $WORK/server.pem;" "ssl_certificate_key $WORK/server.key;" \
+    "server { listen 127.0.0.1:$PORT; root $DATA; access_log $LOG delta; }" \
+    "server { listen 127.0.0.1:$TLS_PORT ssl; root $DATA; access_log $LOG delta; access_log $WORK/logs/tls.log tls; }" \
+    >"$WORK/nginx.conf"
 "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 for _ in $(seq 50); do [ -s "$WORK/nginx.pid" ] && [ -f "$LOG" ] && break; sleep 0.1; done
 URL="http://127.0.0.1:$PORT/new.img"
+TLS_URL="https://127.0.0.1:$TLS_PORT/new.img"
+CA="$WORK/ca.pem"
 # Not measured: both versions into the page cache (nginx reads new.img, every row copies old.img).
 cat "$DATA/new.img" "$DATA/old.img" >/dev/null
 
@@ -121,7 +135,7 @@ sent() { python3 "$HERE/serverlog.py" sum "$LOG" "$1" "$2"; }
 # Until nginx has no connection from the client left (so it has logged every request of the run).
 wait_idle() {
     for _ in $(seq 200); do
-        [ -z "$(ss -tnH state established "( sport = :$PORT )")" ] && break
+        [ -z "$(ss -tnH state established "( sport = :$PORT or sport = :$TLS_PORT )")" ] && break
         sleep 0.05
     done
     sleep 0.1
@@ -139,7 +153,8 @@ fresh() {
     sync
 }
 
-# The command of a row, run in $WORK/out: zsync, meterwise-seed, meterwise-inplace.
+# The command of a row, run in $WORK/out: zsync, meterwise-seed, meterwise-inplace, and the last two with
+# -https (over TLS, trusting the run's CA only).
 command_of() {
     local -a opts
     read -r -a opts <<<"$MW_OPTS"
@@ -147,6 +162,8 @@ command_of() {
     zsync) cmd=(zsync -i seed.img -o out.img "$URL.zsync") ;;
     meterwise-seed) cmd=("$MW" get "$URL" -o out.img --zsync --seed seed.img "${opts[@]}") ;;
     meterwise-inplace) cmd=("$MW" get "$URL" -o out.img --zsync "${opts[@]}") ;;
+    meterwise-seed-https) cmd=("$MW" get "$TLS_URL" -o out.img --zsync --seed seed.img --cacert "$CA" "${opts[@]}") ;;
+    meterwise-inplace-https) cmd=("$MW" get "$TLS_URL" -o out.img --zsync --cacert "$CA" "${opts[@]}") ;;
     esac
 }
 
@@ -160,7 +177,7 @@ sha_ok() {
 # measured NAME: one uninterrupted run on a fresh copy; sets wall cpu rss bytes code.
 measured() {
     local name=$1 seed=seed.img from to
-    [ "$name" = meterwise-inplace ] && seed=out.img
+    [[ $name == meterwise-inplace* ]] && seed=out.img
     fresh "$seed"
     command_of "$name"
     from=$(lines)
@@ -224,8 +241,9 @@ for tool in $TOOLS; do
     meterwise)
         if [ "$MW_ZSYNC" = 0 ]; then
             echo "meterwise: not built with --zsync yet" >&2
-            for name in meterwise-seed meterwise-inplace meterwise-seed-killed; do
+            for name in meterwise-seed meterwise-inplace meterwise-seed-killed meterwise-seed-https meterwise-inplace-https; do
                 [ "$KILL" = 1 ] || [ "$name" != meterwise-seed-killed ] || continue
+                [ "$HTTPS" = 1 ] || [[ $name != *-https ]] || continue
                 row "$name" - - - - - - - "meterwise: not built with --zsync yet"
             done
             continue
@@ -234,6 +252,11 @@ for tool in $TOOLS; do
         measured meterwise-seed
         measured meterwise-inplace
         if [ "$KILL" = 1 ]; then killed meterwise-seed; fi
+        if [ "$HTTPS" = 1 ]; then
+            echo "meterwise over HTTPS ..." >&2
+            measured meterwise-seed-https
+            measured meterwise-inplace-https
+        fi
         ;;
     *) echo "bench/delta: unknown tool $tool (zsync, meterwise)" >&2; exit 1 ;;
     esac
@@ -241,13 +264,17 @@ done
 
 echo
 echo "$((BYTES >> 20)) MiB old.img -> new.img ($NEW_SIZE bytes; $CHANGED_BLOCKS of $(((BYTES + 4095) / 4096)) 4 KiB blocks changed in $CHANGED_RUNS runs, $(manifest inserted_bytes | tr -d ' ') bytes inserted, $(manifest deleted_bytes | tr -d ' ') deleted; seed $SEED)"
-echo "new.img.zsync $(stat -c %s "$DATA/new.img.zsync") bytes (-b 4096); nginx on 127.0.0.1, $(nproc) cores, $(uname -r)${MW:+; $(basename "$MW") $(stat -c %s "$MW") bytes}"
+# What the HTTPS rows negotiated (nginx's $ssl_protocol $ssl_cipher, per request).
+TLS_USED=""
+[ -s "$WORK/logs/tls.log" ] && TLS_USED=" (HTTPS: $(sort -u "$WORK/logs/tls.log" | paste -sd, | sed 's/,/, /g'))"
+echo "new.img.zsync $(stat -c %s "$DATA/new.img.zsync") bytes (-b 4096); nginx $("$NGINX" -v 2>&1 | sed 's|.*nginx/||') on 127.0.0.1$TLS_USED, $(nproc) cores, $(uname -r)${MW:+; $(basename "$MW") $(stat -c %s "$MW") bytes}"
 echo
 awk -F'\t' -v size="$NEW_SIZE" -v control="$(stat -c %s "$DATA/new.img.zsync")" '
 BEGIN {
     label["zsync"] = "zsync -i"; label["zsync-killed"] = "zsync -i, killed + re-run"
     label["meterwise-seed"] = "meterwise --zsync --seed"; label["meterwise-inplace"] = "meterwise --zsync, old at -o"
     label["meterwise-seed-killed"] = "meterwise --zsync --seed, killed + re-run"
+    label["meterwise-seed-https"] = "meterwise --zsync --seed (https)"; label["meterwise-inplace-https"] = "meterwise --zsync, old at -o (https)"
 }
 { n[++count] = $1; wall[$1] = $2; cpu[$1] = $3; rss[$1] = $4; bytes[$1] = $5; ok[$1] = $6; note[$1] = $9 }
 END {
@@ -268,7 +295,7 @@ END {
             printf "- %s: %s; both runs %.0f B against %.0f B uninterrupted: %+.0f B (%+.2f MiB; new.img.zsync is %d B)\n", label[k], note[k], bytes[k], bytes[base], bytes[k] - bytes[base], (bytes[k] - bytes[base]) / 1048576, control
         } else if (note[k] != "") printf "- %s: %s\n", label[k], note[k]
         if (k ~ /^meterwise/ && k !~ /-killed$/ && note[k] !~ /^exit/ && wall["zsync"] > 0)
-            printf "- %s vs zsync: wall %.2f×, CPU %.2f×, bytes %.3f×\n", label[k], wall[k] / wall["zsync"], cpu[k] / cpu["zsync"], bytes[k] / bytes["zsync"]
+            printf "- %s vs zsync%s: wall %.2f×, CPU %.2f×, bytes %.3f×\n", label[k], (k ~ /-https$/) ? "'"'"'s HTTP run" : "", wall[k] / wall["zsync"], cpu[k] / cpu["zsync"], bytes[k] / bytes["zsync"]
     }
 }' "$RESULTS"
 
@@ -278,7 +305,7 @@ if [ -f "$WORK/zsync.log" ]; then
     # Its progress bars (redrawn with \r) left out.
     echo "zsync printed: $(tr '\r' '\n' <"$WORK/zsync.log" | grep -Ev '^ *$|^[-#]|\*\*\*|kBps' | sed 's/ *$//' | paste -sd'|' | sed 's/|/ | /g')"
 fi
-for name in meterwise-seed meterwise-inplace; do
+for name in meterwise-seed meterwise-inplace meterwise-seed-https meterwise-inplace-https; do
     if [ -f "$WORK/$name.log" ]; then
         echo "$name printed: $(tr '\r' '\n' <"$WORK/$name.log" | grep -E 'Scanned|Resuming|to fetch|Done' | paste -sd'|' | sed 's/|/ | /g')"
     fi

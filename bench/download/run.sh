@@ -59,19 +59,13 @@ for mib in $MEM_SIZES_MIB; do
     truncate -s "${mib}M" "$WORK/www/size-$mib.bin"
 done
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-PORT=$(free_port)
-TLS_PORT=$(free_port)
-H2_PORT=$(free_port)
-PROXY_PORT=$(free_port)
+PORT=$(bench_free_port)
+TLS_PORT=$(bench_free_port)
+H2_PORT=$(bench_free_port)
+PROXY_PORT=$(bench_free_port)
 
 # A CA made for this run, and nginx's certificate for 127.0.0.1 signed by it.
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/ca.key" -out "$WORK/ca.pem" -days 2 -subj "/CN=bench CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$WORK/server.key" -out "$WORK/server.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$WORK/ext.cnf"
-openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
-    -out "$WORK/server.pem" -days 2 -extfile "$WORK/ext.cnf" 2>/dev/null
+bench_tls_ca "$WORK"
 
 cat >"$WORK/tinyproxy.conf" <<CONF
 Port $PROXY_PORT

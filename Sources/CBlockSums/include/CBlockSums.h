@@ -29,25 +29,24 @@ void mw_block_index_free(mw_block_index *index);
 /// Not yet found, in `found`.
 #define MW_BLOCK_NOT_FOUND UINT64_MAX
 
-/// Searches `length` bytes of a seed at every byte offset (rolling) for blocks of the target, treating
-/// the seed as followed by zeros (the target's last block is zero-padded). `found` has one entry per
-/// block: MW_BLOCK_NOT_FOUND, or (seed << 48) | offset where the block was found; only entries still
-/// MW_BLOCK_NOT_FOUND are filled. A block counts when its weak and strong checksums match and, with
-/// sequence 2, its neighbour in the target matches at the neighbouring offset as well (zsync's rule), or
-/// it continues a run just matched. `progress` (may be NULL) receives the offset reached every 4 MiB;
-/// a nonzero `*cancel` ends the scan early. Returns the number of blocks newly found.
-uint64_t mw_block_scan(const mw_block_index *index, const uint8_t *seed, uint64_t length, uint16_t seed_id,
-                       uint64_t *found, uint64_t *progress, const int *cancel);
+/// Searches the seed `fd` (`length` bytes) at every byte offset from `start` to `end` (windows read on past
+/// `end`, up to the seed's end) for blocks of the target, treating the seed as followed by zeros (the
+/// target's last block is zero-padded). The seed is read with pread, a window at a time: a seed that shrinks
+/// while it is scanned ends the scan, never the process. Parts of one seed may be scanned on several threads,
+/// each with its own `found` and `progress`. `found` has one entry per block: MW_BLOCK_NOT_FOUND, or
+/// (seed << 48) | offset where the block was found; only entries still MW_BLOCK_NOT_FOUND are filled. A block
+/// counts when its weak and strong checksums match and, with sequence 2, its neighbour in the target matches
+/// at the neighbouring offset as well (zsync's rule), or it continues a run just matched, or it comes just
+/// before a new run. `progress` (may be NULL) receives the offset reached every 4 MiB; a nonzero `*cancel`
+/// ends the scan early. Returns the number of blocks newly found.
+uint64_t mw_block_scan_fd(const mw_block_index *index, int fd, uint64_t length, uint64_t start, uint64_t end,
+                          uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel);
 
-/// The same for the positions `start..<end` of a seed of `length` bytes (windows read on past `end`, up to
-/// the seed's end): parts of one seed scanned on several threads, each with its own `found` and `progress`.
-uint64_t mw_block_scan_part(const mw_block_index *index, const uint8_t *seed, uint64_t length, uint64_t start,
-                            uint64_t end, uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel);
-
-/// Checks the blocks of a partial file where they belong (block i at offset i × block size) and fills
-/// `found` for each that is already right, as seed `seed_id`. Returns the number newly found.
-uint64_t mw_block_verify_in_place(const mw_block_index *index, const uint8_t *data, uint64_t length,
-                                  uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel);
+/// Checks blocks `first..<first+count` of the file `fd` (`length` bytes) where they belong (block i at
+/// offset i × block size) and fills `found` for each that is right, as seed `seed_id`. Used on the partial
+/// file at a resume and on every range fetched. Returns the number newly found.
+uint64_t mw_block_verify_fd(const mw_block_index *index, int fd, uint64_t length, uint32_t first, uint32_t count,
+                            uint16_t seed_id, uint64_t *found, uint64_t *progress, const int *cancel);
 
 /// Relaxed atomic read of a progress counter another thread writes.
 uint64_t mw_progress_load(const uint64_t *progress);

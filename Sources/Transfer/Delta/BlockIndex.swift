@@ -34,6 +34,19 @@ final class BlockIndex: @unchecked Sendable {
     /// How a scan searches its bytes.
     enum Mode { case rolling, inPlace }
 
+    /// Which of the blocks `blocks` of the partial file `fd` (the target's length) are right, by their
+    /// checksums: the check of every range fetched.
+    func check(fd: Int32, blocks: Range<Int>) -> [Bool] {
+        guard !blocks.isEmpty, blocks.lowerBound >= 0, blocks.upperBound <= control.blockCount else { return [] }
+        var found = [UInt64](repeating: .max, count: control.blockCount)
+        found.withUnsafeMutableBufferPointer { entries in
+            _ = mw_block_verify_fd(
+                index, fd, UInt64(control.length), UInt32(blocks.lowerBound), UInt32(blocks.count), 0,
+                entries.baseAddress, nil, nil)
+        }
+        return blocks.map { found[$0] != .max }
+    }
+
     /// Seeds from this size are scanned in parts on several cores.
     static let parallelFrom: Int64 = 64 << 20
 
@@ -46,9 +59,7 @@ final class BlockIndex: @unchecked Sendable {
         progress: @escaping @Sendable (Int64) -> Void
     ) async -> Int {
         guard length > 0 else { return 0 }
-        guard let base = mmap(nil, Int(length), PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else { return 0 }
-        defer { munmap(base, Int(length)) }
-        _ = madvise(base, Int(length), MADV_SEQUENTIAL)
+        _ = posix_fadvise(fd, 0, off_t(length), POSIX_FADV_SEQUENTIAL)
         // A large seed is searched in parts, one per core (two at most: the scan reads as fast as the page
         // cache gives), each with its own copy of the map; the parts' finds are merged in offset order.
         let cores = max(1, min(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
@@ -63,7 +74,7 @@ final class BlockIndex: @unchecked Sendable {
         }
         let jobs = (0..<parts).map { part in
             ScanJob(
-                index: index, base: UnsafeRawPointer(base), length: UInt64(length),
+                index: index, fd: fd, length: UInt64(length),
                 start: UInt64(length) * UInt64(part) / UInt64(parts),
                 end: UInt64(length) * UInt64(part + 1) / UInt64(parts), seed: seed, mode: mode,
                 found: parts == 1 ? found : BlockMap(copying: found), counter: counters + part, cancel: cancel)
@@ -134,7 +145,7 @@ final class BlockMap: @unchecked Sendable {
 /// One scan's arguments, carried to its thread.
 private struct ScanJob: @unchecked Sendable {
     let index: OpaquePointer
-    let base: UnsafeRawPointer
+    let fd: Int32
     let length: UInt64
     /// The part of the seed whose positions this job searches.
     let start: UInt64
@@ -146,13 +157,14 @@ private struct ScanJob: @unchecked Sendable {
     let cancel: UnsafeMutablePointer<Int32>
 
     func run() -> Int {
-        let bytes = base.assumingMemoryBound(to: UInt8.self)
-        return found.entries.withUnsafeMutableBufferPointer { entries in
+        found.entries.withUnsafeMutableBufferPointer { entries in
             switch mode {
             case .rolling:
-                Int(mw_block_scan_part(index, bytes, length, start, end, seed, entries.baseAddress, counter, cancel))
+                Int(mw_block_scan_fd(index, fd, length, start, end, seed, entries.baseAddress, counter, cancel))
             case .inPlace:
-                Int(mw_block_verify_in_place(index, bytes, length, seed, entries.baseAddress, counter, cancel))
+                Int(
+                    mw_block_verify_fd(
+                        index, fd, length, 0, UInt32(entries.count), seed, entries.baseAddress, counter, cancel))
             }
         }
     }

@@ -33,14 +33,17 @@ final class DeltaFetch: Sendable {
     }
 
     let run: DeltaRun
+    /// The control file's checksums, to check what arrives; nil for an empty target.
+    let index: BlockIndex?
     let target: DeltaRun.Target
     let total: Int64
     let fd: Int32
     let reused: Int64
     let state = Mutex(State())
 
-    init(run: DeltaRun, target: DeltaRun.Target, total: Int64, fd: Int32, reused: Int64) {
+    init(run: DeltaRun, index: BlockIndex?, target: DeltaRun.Target, total: Int64, fd: Int32, reused: Int64) {
         self.run = run
+        self.index = index
         self.target = target
         self.total = total
         self.fd = fd
@@ -233,28 +236,43 @@ final class DeltaFetch: Sendable {
             }
             reader.begin(range.first..<range.last + 1)
         }
+        var speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
         do {
             for try await buffer in response.body {
                 let n = buffer.readableBytes
                 request.onBytes?(n)
+                // Counted as received first: a buffer the reader refuses was still fetched (and thrown away).
+                state.withLock { s in
+                    s.fetched += Int64(n)
+                    s.discarded += Int64(n)
+                    s.rate.add(n)
+                }
                 try await download.limiter.wait(for: n)
                 let kept = try buffer.withUnsafeReadableBytes { raw throws(TransferError) in
                     try reader.feed(raw, fd: fd)
                 }
                 state.withLock { s in
-                    s.fetched += Int64(n)
-                    s.discarded += Int64(n) - kept
+                    s.discarded -= kept
                     s.written += kept
-                    s.rate.add(n)
+                }
+                if let slow = speed.add(n, at: .now) {
+                    let rest = reader.remaining()
+                    return .again(rest: rest, reason: slow, progressed: rest != ranges)
                 }
                 if let allowance = request.allowance, !allowance() {
                     while !allowance() { try await download.wake.sleep(for: .seconds(1)) }
+                    speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
                 }
             }
             if reader.multipart != nil { try reader.multipart?.finish() }
         } catch let error as TransferError {
             let rest = reader.remaining()
             if error.code == .fileSystem { return .failed(error) }
+            // A malformed multipart answer: one range per request from now on, which needs no multipart.
+            if reader.multipart != nil, ranges.count > 1 {
+                state.withLock { $0.singleRanges = true }
+                return .again(rest: rest, reason: error.message, progressed: true)
+            }
             return .again(rest: rest, reason: error.message, progressed: rest != ranges)
         } catch {
             let rest = reader.remaining()
@@ -266,7 +284,39 @@ final class DeltaFetch: Sendable {
             if reader.multipart == nil, ranges.count > 1 { state.withLock { $0.singleRanges = true } }
             return .again(rest: rest, reason: "the answer ended before every range asked", progressed: rest != ranges)
         }
-        return .done
+        return checkBlocks(ranges)
+    }
+
+    /// Checks every block of `ranges` (as written now) against the control file's checksums: a block the
+    /// server sent wrong is asked for again, and counts as thrown away; nothing else is fetched twice.
+    private func checkBlocks(_ ranges: [Range<Int64>]) -> Fetched {
+        guard let index, let first = ranges.first, let last = ranges.last else { return .done }
+        let size = Int64(index.control.blockSize)
+        let blocks = Int(first.lowerBound / size)..<Int((last.upperBound - 1) / size) + 1
+        let right = index.check(fd: fd, blocks: blocks)
+        var wrong: [Range<Int64>] = []
+        for (k, ok) in right.enumerated() where !ok {
+            let block = index.control.range(ofBlock: blocks.lowerBound + k)
+            // Only blocks this request asked for (the ranges may leave blocks between them out).
+            guard ranges.contains(where: { $0.lowerBound <= block.lowerBound && block.upperBound <= $0.upperBound })
+            else { continue }
+            if let previous = wrong.last, previous.upperBound == block.lowerBound {
+                wrong[wrong.count - 1] = previous.lowerBound..<block.upperBound
+            } else {
+                wrong.append(block)
+            }
+        }
+        guard !wrong.isEmpty else { return .done }
+        let bytes = wrong.reduce(Int64(0)) { $0 + Int64($1.count) }
+        state.withLock { s in
+            s.discarded += bytes
+            s.written -= bytes
+        }
+        return .again(
+            rest: wrong,
+            reason:
+                "\(wrong.count) range\(wrong.count == 1 ? "" : "s") (\(bytes) bytes) did not match the control file's checksums; asked for again",
+            progressed: false)
     }
 }
 

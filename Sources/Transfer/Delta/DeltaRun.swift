@@ -40,16 +40,21 @@ struct DeltaRun: Sendable {
         let controlBytes: [UInt8]
         switch try await readControl(location, directory: directory, names: names) {
         case .bytes(let bytes): controlBytes = bytes
-        case .absent(let why): return .fallback(why)
+        case .absent(let why):
+            try? directory.remove(names.controlCache)
+            return .fallback(why)
         }
         let control = try ZsyncControl.parse(controlBytes, source: RedactedURL.redact(location))
         // The target: its length must be the control file's, and ranges must work.
         let target: Target
         switch try await probe() {
         case .target(let found): target = found
-        case .unusable(let why): return .fallback(why)
+        case .unusable(let why):
+            try? directory.remove(names.controlCache)
+            return .fallback(why)
         }
         guard target.total == control.length else {
+            try? directory.remove(names.controlCache)
             return .fallback(
                 "the control file describes \(control.length) bytes but the server has \(target.total): it is for another version"
             )
@@ -61,16 +66,15 @@ struct DeltaRun: Sendable {
             throw FileIO.error("size \(directory.display(names.deltaPartial))")
         }
         let map = BlockMap(blocks: control.blockCount)
-        var reused: Int64 = 0
-        if control.blockCount > 0 {
-            let index = try BlockIndex(control)
+        let seeds = try seedFiles(directory: directory, names: names)
+        defer { for seed in seeds { close(seed.fd) } }
+        let index = control.blockCount > 0 ? try BlockIndex(control) : nil
+        if let index {
             if !partial.created {
                 let n = await index.scan(
                     fd: partial.fd, length: control.length, seed: 0, mode: .inPlace, found: map, progress: { _ in })
                 if n > 0 { download.sink.yield(.delta(.resumed(blocks: n, of: control.blockCount))) }
             }
-            let seeds = try seedFiles(directory: directory, names: names)
-            defer { for seed in seeds { close(seed.fd) } }
             for (number, seed) in seeds.enumerated() where map.foundCount < control.blockCount {
                 let before = map.foundCount
                 let started = ContinuousClock.now
@@ -86,11 +90,10 @@ struct DeltaRun: Sendable {
                 download.sink.yield(
                     .delta(.scanned(seed: seed.path, blocks: found, of: control.blockCount, seconds: seconds)))
             }
-            let plan = DeltaPlan(control: control, found: map.entries)
-            try copyBlocks(plan, seeds: seeds, into: partial.fd)
-            reused = plan.bytesReused
         }
         let plan = DeltaPlan(control: control, found: map.entries)
+        try copyBlocks(plan, seeds: seeds, into: partial.fd)
+        let reused = plan.bytesReused
         download.sink.yield(.delta(.planned(toFetch: plan.bytesToFetch, reused: reused, total: control.length)))
         // The policy decides on what is left to fetch, not on the file's length.
         if let admit = request.admitDelta, !(await admit(plan.bytesToFetch, control.length)) { return .done(.paused) }
@@ -98,7 +101,8 @@ struct DeltaRun: Sendable {
             .started(
                 totalBytes: control.length, resumedBytes: reused,
                 segments: request.segmentCount(total: plan.bytesToFetch)))
-        let fetch = DeltaFetch(run: self, target: target, total: control.length, fd: partial.fd, reused: reused)
+        let fetch = DeltaFetch(
+            run: self, index: index, target: target, total: control.length, fd: partial.fd, reused: reused)
         switch try await fetch.run(plan: plan) {
         case .stopped(.pause):
             download.sink.yield(.paused(fetch.progress()))
@@ -116,8 +120,11 @@ struct DeltaRun: Sendable {
         guard digests.sha1 == control.sha1 else {
             try? directory.remove(names.deltaPartial)
             try? directory.remove(names.controlCache)
-            return .fallback(
-                "the assembled file's SHA-1 is \(digests.sha1), the control file's \(control.sha1) (the control file is stale, or a block matched by chance)"
+            // Every block matched its checksums, so the control file's own SHA-1 disagrees with them: it is not
+            // the file the server has. A whole download could not be checked against it either.
+            throw TransferError(
+                .checksumMismatch,
+                "The assembled file's SHA-1 is \(digests.sha1), not the control file's \(control.sha1), though every block matched its checksums: the control file does not describe the server's file. The partial file was removed; make the control file again with zsyncmake, or download without --zsync."
             )
         }
         if let expected = request.expectedSHA256, digests.sha256 != expected {
@@ -126,6 +133,10 @@ struct DeltaRun: Sendable {
                 "The file's sha256 is \(digests.sha256 ?? "-"), not the expected \(expected); it matches the control file, so the control file and --sha256 disagree. The partial file is kept."
             )
         }
+        // The new version keeps the mode of the one it replaces (an AppImage stays executable); a new file gets
+        // the usual permissions. The partial was private to its owner.
+        let mode = existingMode(directory, names.final) ?? (0o666 & ~FileIO.processUmask)
+        _ = try? directory.perform { () throws(TransferError) in _ = fchmod(partial.fd, mode) }
         guard fdatasync(partial.fd) == 0 else { throw FileIO.error("write \(directory.display(names.deltaPartial))") }
         try directory.rename(names.deltaPartial, to: names.final, replace: true)
         try? directory.remove(names.controlCache)
@@ -152,7 +163,12 @@ struct DeltaRun: Sendable {
             let path = location.hasPrefix("file://") ? String(location.dropFirst(7)) : location
             let fd = try request.identity.perform { () throws(TransferError) -> Int32 in
                 let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                guard fd >= 0 else { throw FileIO.error("open the control file \(path)") }
+                guard fd >= 0 else {
+                    throw TransferError(
+                        errno == EACCES || errno == EPERM ? .permission : .controlFile,
+                        "Could not open the control file \(path): \(String(cString: strerror(errno))). Give the path of the .zsync file zsyncmake wrote."
+                    )
+                }
                 return fd
             }
             defer { close(fd) }
@@ -231,6 +247,11 @@ struct DeltaRun: Sendable {
             let validators = Validators(
                 etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
             return .target(Target(url: answer.url, total: total, validators: validators))
+        case 200 where response.headers.first(name: "Content-Length") == "0":
+            // An empty file has no byte 0 to give: nginx answers it whole.
+            let validators = Validators(
+                etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+            return .target(Target(url: answer.url, total: 0, validators: validators))
         case 200:
             return .unusable("the server does not answer range requests")
         case 416:
@@ -319,6 +340,18 @@ struct DeltaRun: Sendable {
             )
         }
         return partial
+    }
+
+    /// The permission bits of the file at `name` (no set-id bits), when there is a regular file there.
+    func existingMode(_ directory: OutputDirectory, _ name: String) -> mode_t? {
+        let mode = try? directory.perform { () throws(TransferError) -> mode_t? in
+            var st = stat()
+            guard fstatat(directory.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+                return nil
+            }
+            return st.st_mode & 0o777
+        }
+        return mode ?? nil
     }
 
     struct Seed {

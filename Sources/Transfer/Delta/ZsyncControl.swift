@@ -89,15 +89,22 @@ public struct ZsyncControl: Sendable, Equatable {
         func field(_ key: String) -> (value: String, line: Int)? {
             fields.first { $0.key.lowercased() == key.lowercased() }.map { ($0.value, $0.line) }
         }
+        for key in ["zsync", "Blocksize", "Length", "Hash-Lengths", "SHA-1"] {
+            let lines = fields.filter { $0.key.lowercased() == key.lowercased() }
+            if lines.count > 1 { throw bad(lines[1].line, "`\(key):` appears more than once") }
+        }
         guard let version = field("zsync") else { throw bad(1, "there is no `zsync:` line") }
         guard let sizeField = field("Blocksize") else { throw bad(nil, "there is no `Blocksize:` line") }
-        guard let blockSize = Int(sizeField.value), blockSize >= minBlockSize, blockSize <= maxBlockSize,
+        guard sizeField.value.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let blockSize = Int(sizeField.value),
+            blockSize >= minBlockSize, blockSize <= maxBlockSize,
             blockSize & (blockSize - 1) == 0
         else {
             throw bad(sizeField.line, "Blocksize `\(sizeField.value)` is not a power of two from 256 to 1048576")
         }
         guard let lengthField = field("Length") else { throw bad(nil, "there is no `Length:` line") }
-        guard let length = Int64(lengthField.value), length >= 0, length <= ObjectLimits.maxBytes else {
+        guard lengthField.value.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let length = Int64(lengthField.value),
+            length >= 0, length <= ObjectLimits.maxBytes
+        else {
             throw bad(
                 lengthField.line, "Length `\(lengthField.value)` is not a size from 0 to \(ObjectLimits.maxBytes)")
         }
