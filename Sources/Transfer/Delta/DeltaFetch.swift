@@ -297,8 +297,9 @@ final class DeltaFetch: Sendable {
         var wrong: [Range<Int64>] = []
         for (k, ok) in right.enumerated() where !ok {
             let block = index.control.range(ofBlock: blocks.lowerBound + k)
-            // Only blocks this request asked for (the ranges may leave blocks between them out).
-            guard ranges.contains(where: { $0.lowerBound <= block.lowerBound && block.upperBound <= $0.upperBound })
+            // Blocks this request completed: it brought their last byte (a block begun by a request that failed
+            // is finished by the one that asks for the rest). The ranges may leave blocks between them out.
+            guard ranges.contains(where: { $0.lowerBound < block.upperBound && block.upperBound <= $0.upperBound })
             else { continue }
             if let previous = wrong.last, previous.upperBound == block.lowerBound {
                 wrong[wrong.count - 1] = previous.lowerBound..<block.upperBound
