@@ -57,7 +57,7 @@ struct DeltaJobTests {
         _ = FileManager.default.createFile(atPath: root + "/image.bin", contents: new)
         let make = Process()
         make.executableURL = URL(fileURLWithPath: TestNeeds.zsyncmake!)
-        make.arguments = ["-b", "2048", "-o", root + "/image.bin.zsync", root + "/image.bin"]
+        make.arguments = ["-b", "2048", "-u", "image.bin", "-o", root + "/image.bin.zsync", root + "/image.bin"]
         make.currentDirectoryURL = URL(fileURLWithPath: root)
         try make.run()
         make.waitUntilExit()
