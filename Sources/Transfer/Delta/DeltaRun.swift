@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import CFileCalls
 import Crypto
-import Logging
 import NIOCore
 import Synchronization
 
@@ -24,7 +23,6 @@ struct DeltaRun: Sendable {
     let forwarder: HTTPClient?
     let source: DeltaSource
     var request: DownloadRequest { download.request }
-    var logger: Logger { download.logger }
     var proxy: ProxyServer? { request.proxy.server(for: request.url) }
 
     /// The control file's largest size (4 Mi blocks of 20 bytes, and the header).
@@ -40,24 +38,19 @@ struct DeltaRun: Sendable {
         let controlBytes: [UInt8]
         switch try await readControl(location, directory: directory, names: names) {
         case .bytes(let bytes): controlBytes = bytes
-        case .absent(let why):
-            try? directory.remove(names.controlCache)
-            return .fallback(why)
+        case .absent(let why): return noDelta(why, directory, names)
         }
         let control = try ZsyncControl.parse(controlBytes, source: RedactedURL.redact(location))
         // The target: its length must be the control file's, and ranges must work.
         let target: Target
         switch try await probe() {
         case .target(let found): target = found
-        case .unusable(let why):
-            try? directory.remove(names.controlCache)
-            return .fallback(why)
+        case .unusable(let why): return noDelta(why, directory, names)
         }
         guard target.total == control.length else {
-            try? directory.remove(names.controlCache)
-            return .fallback(
-                "the control file describes \(control.length) bytes but the server has \(target.total): it is for another version"
-            )
+            return noDelta(
+                "the control file describes \(control.length) bytes but the server has \(target.total): it is for another version",
+                directory, names)
         }
         // The partial file, locked for this run.
         let partial = try openPartial(directory, names)
@@ -150,6 +143,12 @@ struct DeltaRun: Sendable {
                     refetchedBytes: DownloadResult.refetched(
                         fetched: counts.fetched, discarded: counts.discarded, total: control.length, resumed: reused),
                     resumedBytes: reused, discardedBytes: counts.discarded)))
+    }
+
+    /// No delta here: the copy of the control file goes (the whole download does not need it).
+    func noDelta(_ why: String, _ directory: OutputDirectory, _ names: OutputNames) -> Ending {
+        try? directory.remove(names.controlCache)
+        return .fallback(why)
     }
 
     // MARK: - The control file

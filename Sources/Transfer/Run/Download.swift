@@ -212,19 +212,18 @@ public final class Download: Sendable {
         }
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
-            var delta: DeltaRun.Ending?
+            var delta: DownloadOutcome?
             if let source = request.delta {
-                delta = try await DeltaRun(download: self, client: client, forwarder: forwarder, source: source)
+                switch try await DeltaRun(download: self, client: client, forwarder: forwarder, source: source)
                     .perform()
+                {
+                case .done(let outcome): delta = outcome
+                case .fallback(let why): sink.yield(.warning("No delta: \(why); downloading the whole file."))
+                }
             }
-            switch delta {
-            case .done(let outcome)?:
-                result = .success(outcome)
-            case .fallback(let why)?:
-                sink.yield(.warning("No delta: \(why); downloading the whole file."))
-                result = .success(
-                    try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
-            case nil:
+            if let delta {
+                result = .success(delta)
+            } else {
                 result = .success(
                     try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
             }
