@@ -200,6 +200,8 @@ extension Engine {
                         job: id,
                         "scanned \(seed) in \(String(format: "%.1f", seconds)) s: \(blocks) of \(of) blocks found"))
             }
+        case .sources:
+            break  // jobs have one source (docs/mirrors.md, "Limits")
         }
     }
 

@@ -30,8 +30,14 @@ struct GetCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The http:// or https:// URL (a presigned query is kept intact and redacted in output).")
-    var url: String
+    @Argument(
+        help:
+            "The http:// or https:// URL (a presigned query is kept intact and redacted in output); several URLs are mirrors of one file (docs/mirrors.md)."
+    )
+    var urls: [String] = []
+
+    /// The first URL: the download's own when it has one source.
+    var url: String { urls.first ?? sources.metalink ?? "" }
 
     @Option(name: [.customShort("o"), .long], help: "The output file (default: the last part of the URL path).")
     var output: String?
@@ -62,6 +68,9 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Deltas")
     var delta: DeltaOptions
+
+    @OptionGroup(title: "Mirrors and Metalink")
+    var sources: MirrorOptions
 
     @Option(help: "A rate limit, e.g. 2MiB or 512KiB/s.")
     var rate: String?
@@ -126,7 +135,15 @@ struct GetCommand: AsyncParsableCommand {
         if let checkpointEvery, (Units.parseBytes(checkpointEvery) ?? 0) <= 0 {
             throw ValidationError("--checkpoint-every \(checkpointEvery) is not a size; \(Units.bytesHint).")
         }
-        if output == nil, OutputName.from(url: url) == nil {
+        if urls.isEmpty, sources.metalink == nil {
+            throw ValidationError("Give the URL to download (or --metalink FILE).")
+        }
+        if delta.isDelta, urls.count + sources.mirrors.count > 1 || sources.metalink != nil {
+            throw ValidationError("--zsync takes one URL; mirrors and Metalink files are for whole downloads.")
+        }
+        if output == nil, sources.metalink == nil || sources.metalinkIsRemote,
+            (urls.first.flatMap(OutputName.from(url:)) ?? sources.metalinkURLName) == nil
+        {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
     }
@@ -134,6 +151,26 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         ProcessMemory.releaseStartupPages()
         var request = DownloadRequest(url: url, destination: output ?? OutputName.from(url: url) ?? "")
+        do throws(TransferError) {
+            if let (set, name) = try sources.mirrorSet(urls: urls) {
+                request.mirrors = set
+                request.url = set.sources.first?.url ?? sources.metalink ?? url
+                if output == nil {
+                    guard let name = name ?? urls.first.flatMap(OutputName.from(url:)) else {
+                        throw TransferError(.metalink, "The Metalink file names no file; give one with -o FILE.")
+                    }
+                    request.destination = name
+                }
+            }
+        } catch {
+            if json {
+                _ = ProgressPrinter(mode: .json, url: RedactedURL.redact(url), destination: request.destination)
+                    .print(.failed(error))
+            } else {
+                FileHandle.standardError.write(Data("meterwise get: \(ShownText.escaped(error.message))\n".utf8))
+            }
+            throw ExitCode(Self.exitCode(for: error.code))
+        }
         request.headURL = headURL
         request.segments = segments
         request.expectedSHA256 = sha256.flatMap(ExpectedSHA256.parse)
@@ -248,11 +285,12 @@ struct GetCommand: AsyncParsableCommand {
     /// The exit code for a failure (docs/get.md).
     static func exitCode(for code: TransferError.Code) -> Int32 {
         switch code {
-        case .checksumMismatch, .lengthMismatch, .controlFile: return 65
+        case .checksumMismatch, .lengthMismatch, .controlFile, .metalink: return 65
         case .destinationExists: return 73
         case .fileSystem: return 74
         case .invalidURL: return 64
-        case .httpStatus, .retriesExhausted, .objectUnstable, .tooManyRedirects, .insecureRedirect, .protocolViolation:
+        case .httpStatus, .retriesExhausted, .objectUnstable, .tooManyRedirects, .insecureRedirect, .protocolViolation,
+            .noSources:
             return 69
         case .alreadyRunning, .cancelled: return 1
         case .permission: return 77

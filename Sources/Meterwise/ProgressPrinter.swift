@@ -127,6 +127,11 @@ final class ProgressPrinter: Sendable {
             return true
         case .delta(let stage):
             printDelta(stage)
+        case .sources(let list):
+            for source in list {
+                let state = source.dropped.map { "dropped: \($0)" } ?? "used"
+                line("  \(source.url): \(Units.formatBytes(source.bytes)), \(state)")
+            }
         }
         return false
     }
@@ -248,6 +253,20 @@ final class ProgressPrinter: Sendable {
         case .delta(let stage):
             guard let stageFields = deltaFields(stage) else { return false }
             fields = [("event", .string("delta"))] + stageFields
+        case .sources(let list):
+            fields = [
+                ("event", .string("sources")),
+                (
+                    "sources",
+                    .array(
+                        list.map { source in
+                            .object([
+                                ("url", .string(source.url)), ("bytes", .int(source.bytes)),
+                                ("dropped", source.dropped.map { .string($0) } ?? .null),
+                            ])
+                        })
+                ),
+            ]
         case .failed(let error):
             fields = [
                 ("event", .string("failed")), ("state", .string("failed")), ("code", .string(error.code.rawValue)),
@@ -289,6 +308,7 @@ enum JSONValue {
     case micros(Double)
     case null
     case object([(String, JSONValue)])
+    case array([JSONValue])
 
     var text: String {
         switch self {
@@ -299,6 +319,8 @@ enum JSONValue {
         case .string(let s): return Self.quote(s)
         case .object(let fields):
             return "{" + fields.map { Self.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        case .array(let values):
+            return "[" + values.map(\.text).joined(separator: ",") + "]"
         }
     }
 

@@ -412,19 +412,36 @@ private struct BodyReader {
     }
 }
 
-/// The receive rate over the last second or so.
+/// The receive rate over the last quarter second or so, smoothed.
 struct RateEstimate {
-    private var windowStart = ContinuousClock.now
+    private var windowStart: ContinuousClock.Instant?
+    private var lastAt: ContinuousClock.Instant?
     private var bytes: Int64 = 0
     private(set) var perSecond: Double = 0
 
-    mutating func add(_ n: Int) {
+    /// `perSecond`, or before the first window closed, the rate of what arrived so far (a fast source may
+    /// deliver its share in less than one window).
+    var estimate: Double {
+        if perSecond > 0 { return perSecond }
+        guard let windowStart, let lastAt, lastAt - windowStart >= .milliseconds(20) else { return 0 }
+        return Double(bytes) / (lastAt - windowStart).secondsDouble
+    }
+
+    /// Counts `n` bytes received at `now`; the first call starts the first window.
+    mutating func add(_ n: Int, at now: ContinuousClock.Instant = .now) {
+        lastAt = now
+        guard let windowStart else {
+            self.windowStart = now
+            bytes = Int64(n)
+            return
+        }
         bytes += Int64(n)
-        let elapsed = (ContinuousClock.now - windowStart).secondsDouble
-        if elapsed >= 1 {
-            perSecond = Double(bytes) / elapsed
+        let elapsed = (now - windowStart).secondsDouble
+        if elapsed >= 0.25 {
+            let instant = Double(bytes) / elapsed
+            perSecond = perSecond == 0 ? instant : perSecond * 0.5 + instant * 0.5
             bytes = 0
-            windowStart = .now
+            self.windowStart = now
         }
     }
 }

@@ -23,7 +23,6 @@ struct DeltaRun: Sendable {
     let forwarder: HTTPClient?
     let source: DeltaSource
     var request: DownloadRequest { download.request }
-    var proxy: ProxyServer? { request.proxy.server(for: request.url) }
 
     /// The control file's largest size (4 Mi blocks of 20 bytes, and the header).
     static let maxControlBytes = 100 << 20
@@ -267,43 +266,14 @@ struct DeltaRun: Sendable {
         }
     }
 
-    struct Answer {
-        var response: HTTPClientResponse
-        var url: String
-    }
+    typealias Answer = RequestSender.Answer
 
-    /// A GET of `url`, following redirects (`RedirectPolicy`), through the proxy as the downloader does.
+    /// A GET of `url`, following redirects, through the proxy as the downloader does (`RequestSender`).
     func get(_ url: String, range: String?, validators: Validators?, headers: [(String, String)] = [])
         async throws(TransferError) -> Answer
     {
-        var url = url
-        var redirects = 0
-        while true {
-            let forwarded = forwarder == nil ? nil : proxy.flatMap { ForwardedRequest.make(url, through: $0) }
-            var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
-            if let range { http.headers.add(name: "Range", value: range) }
-            for (name, value) in (validators?.preconditionHeaders ?? []) + headers {
-                http.headers.add(name: name, value: value)
-            }
-            http.localAddress = download.localAddress
-            let response: HTTPClientResponse
-            do {
-                response = try await (forwarded == nil ? client : forwarder ?? client).execute(
-                    http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
-            } catch {
-                throw TransferError(
-                    .retriesExhausted,
-                    "The request for \(RedactedURL.redact(url)) failed: \(FailureText.describe(error)).", cause: error)
-            }
-            let status = Int(response.status.code)
-            guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "Location")
-            else { return Answer(response: response, url: url) }
-            redirects += 1
-            switch RedirectPolicy.follow(from: url, location: location, count: redirects) {
-            case .success(let next): url = next
-            case .failure(let error): throw error
-            }
-        }
+        try await RequestSender(download: download, client: client, forwarder: forwarder)
+            .get(url, range: range, validators: validators, headers: headers)
     }
 
     // MARK: - Files

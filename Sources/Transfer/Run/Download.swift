@@ -160,7 +160,10 @@ public final class Download: Sendable {
     public static func removePartial(of destination: String, identity: FileIdentity?) {
         guard let directory = try? OutputDirectory.open(holding: destination, identity: identity) else { return }
         let names = OutputNames(destination: destination)
-        for name in [names.checkpoint, names.partial, names.deltaPartial, names.controlCache] {
+        for name in [
+            names.checkpoint, names.partial, names.deltaPartial, names.controlCache, names.mirrorPartial,
+            names.pieceRecord,
+        ] {
             if case .own(let fd) = directory.openOwn(name, writable: false) {
                 close(fd)
                 try? directory.remove(name)
@@ -213,7 +216,10 @@ public final class Download: Sendable {
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
             var delta: DownloadOutcome?
-            if let source = request.delta {
+            if let mirrors = request.mirrors {
+                delta = try await MirrorRun(download: self, client: client, forwarder: forwarder, set: mirrors)
+                    .perform()
+            } else if let source = request.delta {
                 switch try await DeltaRun(download: self, client: client, forwarder: forwarder, source: source)
                     .perform()
                 {

@@ -22,6 +22,9 @@ public enum DownloadEvent: Sendable {
     case failed(TransferError)
     /// A delta download's stages (docs/delta.md): the seeds' scans and what is left to fetch.
     case delta(DeltaStage)
+    /// The sources of a download from several (docs/mirrors.md): what each delivered, which were dropped and
+    /// why. Sent when one is dropped and when the download ends or pauses.
+    case sources([SourceReport])
 }
 
 /// Where a delta download is before its fetch (docs/delta.md).

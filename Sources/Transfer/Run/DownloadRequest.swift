@@ -74,6 +74,9 @@ public struct DownloadRequest: Sendable {
     /// A delta download (docs/delta.md): the blocks the destination and the seeds already hold are taken from
     /// them and only the rest is fetched, guided by the zsync control file. Nil: an ordinary download.
     public var delta: DeltaSource?
+    /// A download from several sources (docs/mirrors.md): `url` is one of them, `mirrors` lists them all with
+    /// what identifies the file. Nil: one source, `url`.
+    public var mirrors: MirrorSet?
     /// Which proxy requests go through (none by default; `get` reads the environment).
     public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link

@@ -47,6 +47,10 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         case intercepted
         /// A `.zsync` control file cannot be read (docs/delta.md): malformed, or for another object.
         case controlFile = "control_file"
+        /// A Metalink file (docs/mirrors.md) cannot be used: malformed, hostile, or for no file at all.
+        case metalink
+        /// Every source of a download with several was dropped (docs/mirrors.md); each one's reason is said.
+        case noSources = "no_sources"
     }
 
     /// What kind of failure this is.

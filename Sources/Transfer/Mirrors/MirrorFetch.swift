@@ -1,0 +1,477 @@
+import AsyncHTTPClient
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The fetch of a download from several sources (docs/mirrors.md). Each source has its own connections;
+/// each takes spans of whole pieces from one `PieceBoard`, and when nothing is left to take, the span of a
+/// source that would end far later is cut where it stands and finished by the faster one. A piece is
+/// checked the moment its last byte is written: a bad one is fetched again from another source and the
+/// source that sent it is dropped. A source that fails again and again, contradicts its own validator or
+/// stalls is dropped with the reason; the run ends when every piece is verified.
+final class MirrorFetch: Sendable {
+    enum End: Sendable {
+        case complete
+        case stopped(Download.StopReason)
+    }
+
+    /// One source as the fetch sees it.
+    struct Source: Sendable {
+        var url: String
+        var display: String
+        var validators: Validators
+        var bytes: Int64 = 0
+        var dropped: String?
+        var failures = 0
+        var rate = RateEstimate()
+        var lastByte: ContinuousClock.Instant?
+    }
+
+    struct State {
+        var board: PieceBoard
+        var sources: [Source]
+        var crcs: [UInt32]
+        var fetched: Int64 = 0
+        var discarded: Int64 = 0
+        var written: Int64 = 0
+        var rate = RateEstimate()
+        var lastByte: [Int: ContinuousClock.Instant] = [:]
+        var recordDirty = false
+    }
+
+    /// A request with no byte for this long, while other sources deliver, is abandoned and its span taken.
+    static let stallTime: Duration = .seconds(5)
+    /// Failures in a row after which a source is dropped, while another one is left.
+    static let maxFailures = 3
+    /// The largest span one request asks for.
+    static let maxSpan: Int64 = 16 << 20
+
+    let run: MirrorRun
+    let state: Mutex<State>
+    let fd: Int32
+    let check: PieceCheck
+    let record: @Sendable ([Bool], [UInt32]) -> PieceRecord
+    let directory: OutputDirectory
+    let names: OutputNames
+    let resumed: Int64
+    let connectionsPerSource: Int
+
+    init(
+        run: MirrorRun, sources: [MirrorRun.Probe], board: PieceBoard, fd: Int32, check: PieceCheck, crcs: [UInt32],
+        record: @escaping @Sendable ([Bool], [UInt32]) -> PieceRecord, directory: OutputDirectory,
+        names: OutputNames, resumed: Int64
+    ) {
+        self.run = run
+        let list = sources.map { Source(url: $0.url, display: $0.display, validators: $0.validators) }
+        var crcs = crcs
+        if case .crc32c = check, crcs.count != board.pieceCount { crcs = Array(repeating: 0, count: board.pieceCount) }
+        state = Mutex(State(board: board, sources: list, crcs: crcs))
+        self.fd = fd
+        self.check = check
+        self.record = record
+        self.directory = directory
+        self.names = names
+        self.resumed = resumed
+        // Four connections in all by default (`--segments`), at least one per source.
+        let wanted = run.request.segments ?? 4
+        connectionsPerSource = max(1, (wanted + list.count - 1) / max(1, list.count))
+    }
+
+    var download: Download { run.download }
+    var request: DownloadRequest { run.request }
+    var workerCount: Int { state.withLock { $0.sources.count } * connectionsPerSource }
+
+    func counts() -> (fetched: Int64, discarded: Int64) { state.withLock { ($0.fetched, $0.discarded) } }
+
+    func progress() -> DownloadProgress {
+        state.withLock { s in
+            DownloadProgress(
+                bytesDone: resumed + s.written, totalBytes: s.board.total, bytesFetched: s.fetched,
+                bytesPerSecond: s.rate.perSecond, activeSegments: s.board.active.count, discardedBytes: s.discarded)
+        }
+    }
+
+    func reports() -> [SourceReport] {
+        state.withLock { s in
+            s.sources.map { SourceReport(url: $0.display, bytes: $0.bytes, dropped: $0.dropped) }
+        }
+    }
+
+    /// Writes the checkpoint: the partial file's data first, then the list of verified pieces.
+    func saveRecord() throws(TransferError) {
+        let (verified, crcs) = state.withLock { s in
+            s.recordDirty = false
+            return (s.board.verified, s.crcs)
+        }
+        guard fdatasync(fd) == 0 else { throw FileIO.error("write \(directory.display(names.mirrorPartial))") }
+        try record(verified, crcs).write(directory, names.pieceRecord)
+    }
+
+    private enum Turn: Sendable {
+        case finished
+        case stop(Download.StopReason)
+        case failed(TransferError)
+    }
+
+    func run() async throws(TransferError) -> End {
+        if state.withLock({ $0.board.isComplete }) { return .complete }
+        let stopSignal = download.makeStopSignal()
+        let count = state.withLock { $0.sources.count }
+        let outcome: Turn = await withTaskGroup(of: Turn.self) { group in
+            group.addTask {
+                for await reason in stopSignal { return .stop(reason) }
+                return .finished
+            }
+            group.addTask {
+                var ticks = 0
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    self.download.sink.yield(.progress(self.progress()))
+                    ticks += 1
+                    if ticks % 10 == 0, self.state.withLock({ $0.recordDirty }) { try? self.saveRecord() }
+                }
+                return .finished
+            }
+            for source in 0..<count {
+                for _ in 0..<connectionsPerSource { group.addTask { await self.worker(source) } }
+            }
+            var left = count * connectionsPerSource
+            var result = Turn.finished
+            while left > 0, let turn = await group.next() {
+                switch turn {
+                case .finished:
+                    left -= 1
+                case .stop, .failed:
+                    result = turn
+                    left = 0
+                }
+            }
+            group.cancelAll()
+            return result
+        }
+        switch outcome {
+        case .finished:
+            download.sink.yield(.progress(progress()))
+            let (complete, reasons) = state.withLock { s in
+                (s.board.isComplete, s.sources.map { "\($0.display): \($0.dropped ?? "no piece left it may serve")" })
+            }
+            guard complete else {
+                throw TransferError(
+                    .noSources,
+                    "Every source was dropped before the file was complete: " + reasons.joined(separator: "; ")
+                        + ". The verified pieces are kept; run the command again, or add sources.")
+            }
+            return .complete
+        case .stop(let reason): return .stopped(reason)
+        case .failed(let error): throw error
+        }
+    }
+
+    /// The bytes a request of `source` asks for: about two seconds at its rate, at most `maxSpan`, and no more
+    /// than its share of what is left, so the sources end together.
+    private func span(for source: Int, _ s: State) -> Int64 {
+        let rate = s.sources[source].rate.estimate
+        let share =
+            s.board.pendingBytes / Int64(max(1, s.sources.filter { $0.dropped == nil }.count * connectionsPerSource))
+        return max(s.board.pieceLength, min(Self.maxSpan, Int64(rate * 2), share))
+    }
+
+    private enum Taken {
+        case span(id: Int, range: Range<Int64>)
+        case wait
+        case done
+    }
+
+    private func take(_ source: Int) -> Taken {
+        let now = ContinuousClock.now
+        return state.withLock { s in
+            guard s.sources[source].dropped == nil, !s.board.isComplete else { return .done }
+            let maxBytes = span(for: source, s)
+            if let taken = s.board.take(source: source, maxBytes: maxBytes, now: now) {
+                return .span(id: taken.id, range: taken.range)
+            }
+            var rates: [Int: Double] = [:]
+            for (i, src) in s.sources.enumerated() {
+                let fresh = src.lastByte.map { now - $0 < .seconds(2) } ?? false
+                rates[i] = fresh ? src.rate.estimate : 0
+            }
+            if let stolen = s.board.steal(source: source, rates: rates, now: now) {
+                return .span(id: stolen.id, range: stolen.range)
+            }
+            // Nothing this source may take now. When no request is in flight and nothing pending is for it,
+            // it has no part left in this download.
+            if s.board.active.isEmpty && !s.board.hasWork(for: source) { return .done }
+            return .wait
+        }
+    }
+
+    private func worker(_ source: Int) async -> Turn {
+        while !Task.isCancelled {
+            let id: Int
+            let range: Range<Int64>
+            switch take(source) {
+            case .done: return .finished
+            case .wait:
+                do { try await Task.sleep(for: .milliseconds(200)) } catch { return .finished }
+                continue
+            case .span(let taken, let r):
+                id = taken
+                range = r
+            }
+            let result = await fetchWatched(id: id, range: range, source: source)
+            state.withLock { $0.board.finish(id) }
+            switch result {
+            case .done:
+                state.withLock { $0.sources[source].failures = 0 }
+            case .fatal(let error):
+                return .failed(error)
+            case .drop(let reason):
+                drop(source, reason)
+                return .finished
+            case .again(let reason, let progressed):
+                if Task.isCancelled { return .finished }
+                let (failures, others) = state.withLock { s -> (Int, Int) in
+                    if progressed { s.sources[source].failures = 0 }
+                    s.sources[source].failures += 1
+                    let others = s.sources.indices.filter { $0 != source && s.sources[$0].dropped == nil }.count
+                    return (s.sources[source].failures, others)
+                }
+                if others > 0, failures >= Self.maxFailures {
+                    drop(source, "\(failures) requests in a row failed, the last: \(reason)")
+                    return .finished
+                }
+                guard let delay = download.retry.delay(attempt: failures, retryAfter: nil, jitter: .random(in: 0..<1))
+                else {
+                    if others > 0 {
+                        drop(source, reason)
+                        return .finished
+                    }
+                    return .failed(
+                        TransferError(
+                            .retriesExhausted,
+                            GiveUpText.retriesExhausted(
+                                retries: failures - 1, reason: reason, bytesDone: progress().bytesDone)))
+                }
+                download.sink.yield(
+                    .retrying(attempt: failures, delay: delay, reason: "\(displayName(source)): \(reason)"))
+                do { try await download.wake.sleep(for: delay) } catch { return .finished }
+            }
+        }
+        return .finished
+    }
+
+    private func displayName(_ source: Int) -> String { state.withLock { $0.sources[source].display } }
+
+    /// Drops `source` for the rest of the run, saying why.
+    private func drop(_ source: Int, _ reason: String) {
+        let display = state.withLock { s -> String? in
+            guard s.sources[source].dropped == nil else { return nil }
+            s.sources[source].dropped = reason
+            return s.sources[source].display
+        }
+        guard let display else { return }
+        download.sink.yield(.warning("Dropping the source \(display): \(reason)."))
+    }
+
+    enum Fetched: Sendable {
+        case done
+        case again(reason: String, progressed: Bool)
+        case drop(String)
+        case fatal(TransferError)
+    }
+
+    /// `fetch`, abandoned when its span was taken whole by another source or it stalls while others deliver.
+    private func fetchWatched(id: Int, range: Range<Int64>, source: Int) async -> Fetched {
+        await withTaskGroup(of: Fetched?.self) { group in
+            group.addTask { await self.fetch(id: id, range: range, source: source) }
+            group.addTask {
+                let begun = ContinuousClock.now
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    let now = ContinuousClock.now
+                    let verdict = self.state.withLock { s -> Fetched? in
+                        guard s.board.isOpen(id) else { return .done }
+                        let last = s.lastByte[id] ?? begun
+                        guard now - last >= Self.stallTime else { return nil }
+                        let othersDeliver = s.sources.indices.contains { i in
+                            i != source && s.sources[i].lastByte.map { now - $0 < .seconds(1) } ?? false
+                        }
+                        return othersDeliver
+                            ? .again(
+                                reason:
+                                    "no byte for \(Int(Self.stallTime.secondsDouble)) s while other sources deliver",
+                                progressed: false)
+                            : nil
+                    }
+                    if let verdict { return verdict }
+                }
+                return nil
+            }
+            var result: Fetched = .done
+            while let next = await group.next() {
+                if let next {
+                    result = next
+                    break
+                }
+            }
+            group.cancelAll()
+            self.state.withLock { _ = $0.lastByte.removeValue(forKey: id) }
+            return result
+        }
+    }
+
+    /// One request for `range` from `source`.
+    private func fetch(id: Int, range: Range<Int64>, source: Int) async -> Fetched {
+        let (url, validators) = state.withLock { ($0.sources[source].url, $0.sources[source].validators) }
+        let answer: RequestSender.Answer
+        do {
+            answer = try await run.sender.get(
+                url, range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)", validators: validators)
+        } catch {
+            if Task.isCancelled { return .done }
+            return .again(reason: error.message, progressed: false)
+        }
+        let response = answer.response
+        let status = Int(response.status.code)
+        switch status {
+        case 206:
+            break
+        case 200:
+            return .drop("it answered a range request with the whole file (HTTP 200)")
+        case 412:
+            return .drop("its copy changed since the download began (HTTP 412 to If-Match)")
+        case 416:
+            return .drop("it refused bytes \(range.lowerBound)-\(range.upperBound - 1) (HTTP 416): its copy is shorter")
+        case 408, 425, 429, 500...599:
+            return .again(reason: "it answered HTTP \(status)", progressed: false)
+        default:
+            return .drop("it answered HTTP \(status)")
+        }
+        let total = state.withLock { $0.board.total }
+        let got = Validators(
+            etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+        guard validators.matches(got) else {
+            return .drop("its copy changed during the download (its ETag or Last-Modified changed)")
+        }
+        guard let header = response.headers.first(name: "Content-Range"), let answered = ContentRange(header: header),
+            answered.first == range.lowerBound, answered.last < range.upperBound, answered.total == total
+        else {
+            return .drop(
+                "its 206 is not for the bytes asked (Content-Range \(response.headers.first(name: "Content-Range") ?? "missing"))"
+            )
+        }
+        let end = answered.last + 1
+        var position = range.lowerBound
+        var speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
+        do {
+            for try await buffer in response.body {
+                let n = buffer.readableBytes
+                request.onBytes?(n)
+                let now = ContinuousClock.now
+                try await download.limiter.wait(for: n)
+                let reserved = state.withLock { s -> Range<Int64> in
+                    s.fetched += Int64(n)
+                    s.rate.add(n)
+                    s.sources[source].rate.add(n)
+                    s.sources[source].lastByte = now
+                    s.lastByte[id] = now
+                    let want = min(Int64(n), end - position)
+                    let r = want > 0 ? s.board.reserve(id, count: want) : 0..<0
+                    s.discarded += Int64(n) - Int64(r.count)
+                    return r
+                }
+                if !reserved.isEmpty {
+                    let slice = buffer.getSlice(at: buffer.readerIndex, length: reserved.count) ?? buffer
+                    try slice.withUnsafeReadableBytes { raw in
+                        try FileIO.pwriteAll(fd: fd, raw, at: reserved.lowerBound, what: "write the partial file")
+                    }
+                    position = reserved.upperBound
+                    let complete = state.withLock { s -> [Int] in
+                        s.written += Int64(reserved.count)
+                        s.sources[source].bytes += Int64(reserved.count)
+                        return s.board.wrote(id, reserved)
+                    }
+                    for piece in complete { verify(piece) }
+                }
+                // Cut by another source, or at the end of what it answered: stop reading.
+                if reserved.count < n || !state.withLock({ $0.board.isOpen(id) }) || position >= end { break }
+                if let slow = speed.add(n, at: .now) {
+                    return .again(reason: slow, progressed: position > range.lowerBound)
+                }
+                if let allowance = request.allowance, !allowance() {
+                    while !allowance() { try await download.wake.sleep(for: .seconds(1)) }
+                    speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
+                }
+            }
+        } catch let error as TransferError {
+            return .fatal(error)
+        } catch {
+            if Task.isCancelled { return .done }
+            return .again(
+                reason: "the connection failed at byte \(position) (\(error))", progressed: position > range.lowerBound)
+        }
+        if Task.isCancelled { return .done }
+        if position < range.upperBound, state.withLock({ $0.board.isOpen(id) }) {
+            return .again(
+                reason: "the answer ended early at byte \(position)", progressed: position > range.lowerBound)
+        }
+        return .done
+    }
+
+    /// Checks piece `piece`, whose last byte was just written.
+    private func verify(_ piece: Int) {
+        let range = state.withLock { $0.board.range(ofPiece: piece) }
+        switch check {
+        case .hashes:
+            if check.matches(fd: fd, piece: piece, range: range) {
+                state.withLock { s in
+                    s.board.verifiedPiece(piece)
+                    s.recordDirty = true
+                }
+                return
+            }
+            let (senders, names) = state.withLock { s -> (Set<Int>, [String]) in
+                let senders = s.board.failedPiece(piece)
+                s.written -= Int64(range.count)
+                s.discarded += Int64(range.count)
+                for i in senders { s.sources[i].bytes -= Int64(range.count) / Int64(max(1, senders.count)) }
+                return (senders, senders.sorted().map { s.sources[$0].display })
+            }
+            let why =
+                "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) check"
+            if senders.count == 1, let only = senders.first {
+                drop(only, why)
+            } else {
+                download.sink.yield(
+                    .warning("The \(why); it came from \(names.joined(separator: ", ")) and is fetched again."))
+            }
+        case .crc32c:
+            let digest = check.digest(fd: fd, range: range) ?? []
+            let crc = digest.count == 4 ? digest.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
+            state.withLock { s in
+                if piece < s.crcs.count { s.crcs[piece] = crc }
+                s.board.verifiedPiece(piece)
+                s.recordDirty = true
+            }
+        }
+    }
+}
+
+/// One source of a download from several (docs/mirrors.md), as `status` and `get` report it.
+public struct SourceReport: Sendable, Equatable {
+    /// The source's URL, its query redacted.
+    public var url: String
+    /// The file's bytes it delivered that are kept.
+    public var bytes: Int64
+    /// Why it was dropped; nil while it is used.
+    public var dropped: String?
+
+    public init(url: String, bytes: Int64, dropped: String? = nil) {
+        self.url = url
+        self.bytes = bytes
+        self.dropped = dropped
+    }
+}

@@ -1,0 +1,428 @@
+import AsyncHTTPClient
+import CFileCalls
+import Crypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One download from several sources (docs/mirrors.md): read the Metalink file if there is one to fetch, ask
+/// every source for the first byte, keep those that agree on the file, then fetch pieces from all of them at
+/// once, check each piece as it completes, and rename. The partial file `NAME.mirror-part` has its own
+/// checkpoint `NAME.mirror-part.pieces`: the pieces verified so far.
+struct MirrorRun: Sendable {
+    let download: Download
+    let client: HTTPClient
+    let forwarder: HTTPClient?
+    let set: MirrorSet
+    var request: DownloadRequest { download.request }
+    var sender: RequestSender { RequestSender(download: download, client: client, forwarder: forwarder) }
+
+    /// The piece length without Metalink pieces: small enough to spread, large enough for few requests.
+    static let defaultPieceLength: Int64 = 1 << 20
+
+    func perform() async throws(TransferError) -> DownloadOutcome {
+        var set = set
+        if let location = set.metalinkURL {
+            let metalink = try await readMetalink(location)
+            guard let file = metalink.files.first else {
+                throw TransferError(.metalink, "\(RedactedURL.redact(location)) describes no file.")
+            }
+            if metalink.files.count > 1 {
+                download.sink.yield(
+                    .warning(
+                        "The Metalink file describes \(metalink.files.count) files; downloading the first, \(file.name)."
+                    ))
+            }
+            let given = set.sources
+            set = MirrorSet(file: file)
+            set.add(given)
+        }
+        var usable: [MirrorSet.Source] = []
+        for source in set.sources {
+            if let problem = DownloadURL.problem(source.url) {
+                download.sink.yield(.warning("Not using \(RedactedURL.redact(source.url)): \(problem)."))
+            } else {
+                usable.append(source)
+            }
+        }
+        if usable.count > MirrorSet.maxSources {
+            download.sink.yield(
+                .warning("Using the first \(MirrorSet.maxSources) of \(usable.count) sources."))
+            usable = Array(usable.prefix(MirrorSet.maxSources))
+        }
+        guard !usable.isEmpty else {
+            throw TransferError(.noSources, "No source of the file can be used; give at least one http(s) URL.")
+        }
+        let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
+        let names = OutputNames(destination: request.destination)
+        if directory.exists(names.final) && !request.force {
+            throw TransferError(
+                .destinationExists,
+                "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o.")
+        }
+        try directory.checkWritable()
+
+        // Which sources agree on the file.
+        var sources = await probe(usable)
+        let known = Set(sources.map(\.url))
+        let duplicates = sources.flatMap(\.duplicates).filter { !known.contains($0.url) }
+        if !duplicates.isEmpty, sources.count < MirrorSet.maxSources {
+            var extra: [MirrorSet.Source] = []
+            for d in duplicates where !extra.contains(where: { $0.url == d.url }) && DownloadURL.problem(d.url) == nil {
+                extra.append(MirrorSet.Source(url: d.url, priority: d.priority, location: d.location))
+            }
+            sources += await probe(Array(extra.prefix(MirrorSet.maxSources - sources.count)))
+        }
+        let total = try agree(&sources, size: set.size)
+        for (kind, digest) in sources.compactMap({ $0.problem == nil ? $0.digests : nil }).flatMap({ $0 })
+        where set.hashes[kind] == nil {
+            set.hashes[kind] = digest
+        }
+        let live = sources.filter { $0.problem == nil }
+        for dropped in sources where dropped.problem != nil {
+            download.sink.yield(.warning("Not using \(dropped.display): \(dropped.problem ?? "")."))
+        }
+        guard !live.isEmpty else {
+            throw TransferError(
+                .noSources,
+                "No source answered for the file: "
+                    + sources.map { "\($0.display): \($0.problem ?? "")" }.joined(separator: "; ")
+                    + ". Check the URLs, or try again later.")
+        }
+        if let max = request.maxSize, total > max {
+            throw TransferError(
+                .tooLarge, "The file has \(total) bytes, more than the limit of \(max); raise --max-size to fetch it.")
+        }
+        if let admit = request.admitTotal, !(await admit(total)) { return .paused }
+
+        // The pieces and how each is checked.
+        let check: PieceCheck
+        let pieceLength: Int64
+        if let pieces = set.pieces {
+            let count = total == 0 ? 0 : Int((total - 1) / pieces.length) + 1
+            guard pieces.hashes.count == count else {
+                throw TransferError(
+                    .metalink,
+                    "The Metalink file has \(pieces.hashes.count) piece hashes, but \(total) bytes in pieces of \(pieces.length) make \(count); get a new Metalink file."
+                )
+            }
+            check = .hashes(pieces)
+            pieceLength = pieces.length
+        } else {
+            check = .crc32c
+            pieceLength = Self.defaultPieceLength
+        }
+        let identity =
+            set.hashes[.sha256].map { "sha-256:" + PieceRecord.hex($0) }
+            ?? set.hashes[.sha1].map { "sha-1:" + PieceRecord.hex($0) } ?? "size:\(total)"
+        let partial = try openPartial(directory, names)
+        defer { close(partial.fd) }
+        var verified: [Bool] = []
+        var crcs: [UInt32] = []
+        if !partial.created, let record = PieceRecord.read(directory, names.pieceRecord), record.total == total,
+            record.pieceLength == pieceLength, record.check == check.name, record.identity == identity
+        {
+            (verified, crcs) = recheck(record, fd: partial.fd, check: check)
+            let kept = verified.filter { $0 }.count
+            let claimed = record.verified.filter { $0 }.count
+            if kept < claimed {
+                download.sink.yield(
+                    .warning(
+                        "\(claimed - kept) piece(s) of the partial file failed their check; they are fetched again."))
+            }
+        } else if !partial.created {
+            guard ftruncate(partial.fd, 0) == 0 else {
+                throw FileIO.error("empty \(directory.display(names.mirrorPartial))")
+            }
+        }
+        guard ftruncate(partial.fd, off_t(total)) == 0 else {
+            throw FileIO.error("size \(directory.display(names.mirrorPartial))")
+        }
+        let board = PieceBoard(total: total, pieceLength: pieceLength, verified: verified)
+        let resumed = board.verifiedBytes
+        let fetch = MirrorFetch(
+            run: self, sources: live, board: board, fd: partial.fd, check: check, crcs: crcs,
+            record: { verified, crcs in
+                PieceRecord(
+                    total: total, pieceLength: pieceLength, check: check.name, identity: identity, verified: verified,
+                    crcs: crcs)
+            }, directory: directory, names: names, resumed: resumed)
+        download.sink.yield(.started(totalBytes: total, resumedBytes: resumed, segments: fetch.workerCount))
+        let end: MirrorFetch.End
+        do throws(TransferError) {
+            end = try await fetch.run()
+        } catch {
+            try? fetch.saveRecord()
+            download.sink.yield(.sources(fetch.reports()))
+            throw error
+        }
+        switch end {
+        case .stopped(.pause):
+            try fetch.saveRecord()
+            download.sink.yield(.sources(fetch.reports()))
+            download.sink.yield(.paused(fetch.progress()))
+            download.setPausedProgress(fetch.progress())
+            return .paused
+        case .stopped(.cancel):
+            try? directory.remove(names.mirrorPartial)
+            try? directory.remove(names.pieceRecord)
+            return .cancelled
+        case .complete:
+            break
+        }
+        download.sink.yield(.sources(fetch.reports()))
+        return try finish(
+            fetch: fetch, fd: partial.fd, set: set, total: total, resumed: resumed, directory: directory, names: names)
+    }
+
+    /// Checks the whole file against every digest known, then syncs and renames.
+    func finish(
+        fetch: MirrorFetch, fd: Int32, set: MirrorSet, total: Int64, resumed: Int64, directory: OutputDirectory,
+        names: OutputNames
+    ) throws(TransferError) -> DownloadOutcome {
+        var sha256 = SHA256()
+        var sha1 = set.hashes[.sha1] != nil && set.hashes[.sha256] == nil ? Insecure.SHA1() : nil
+        guard
+            PieceCheck.read(
+                fd: fd, range: 0..<total,
+                into: { raw in
+                    sha256.update(bufferPointer: raw)
+                    sha1?.update(bufferPointer: raw)
+                })
+        else { throw FileIO.error("read \(directory.display(names.mirrorPartial))") }
+        let digest = PieceRecord.hex(Array(sha256.finalize()))
+        var wrong: [String] = []
+        if let expected = set.hashes[.sha256], PieceRecord.hex(expected) != digest {
+            wrong.append("its sha-256 is \(digest), the sources say \(PieceRecord.hex(expected))")
+        }
+        if let sha1, let expected = set.hashes[.sha1] {
+            let got = PieceRecord.hex(Array(sha1.finalize()))
+            if got != PieceRecord.hex(expected) {
+                wrong.append("its sha-1 is \(got), the sources say \(PieceRecord.hex(expected))")
+            }
+        }
+        if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+            wrong.append("its sha256 is \(digest), not the expected \(expected)")
+        }
+        guard wrong.isEmpty else {
+            try? directory.remove(names.mirrorPartial)
+            try? directory.remove(names.pieceRecord)
+            throw TransferError(
+                .checksumMismatch,
+                "The assembled file is not the one asked for: " + wrong.joined(separator: "; ")
+                    + ". The partial file was removed; check the checksum, or the Metalink file describes another file."
+            )
+        }
+        guard fdatasync(fd) == 0 else { throw FileIO.error("write \(directory.display(names.mirrorPartial))") }
+        let mode = 0o666 & ~FileIO.processUmask
+        _ = try? directory.perform { () throws(TransferError) in _ = fchmod(fd, mode) }
+        try directory.rename(names.mirrorPartial, to: names.final, replace: request.force)
+        try? directory.remove(names.pieceRecord)
+        directory.sync()
+        let counts = fetch.counts()
+        return .completed(
+            DownloadResult(
+                path: request.destination, sha256: request.wantsSHA256 ? digest : nil, totalBytes: total,
+                bytesFetched: counts.fetched,
+                refetchedBytes: DownloadResult.refetched(
+                    fetched: counts.fetched, discarded: counts.discarded, total: total, resumed: resumed),
+                resumedBytes: resumed, discardedBytes: counts.discarded))
+    }
+
+    /// The pieces of `record` that still pass their check in the partial file.
+    func recheck(_ record: PieceRecord, fd: Int32, check: PieceCheck) -> ([Bool], [UInt32]) {
+        let board = PieceBoard(total: record.total, pieceLength: record.pieceLength)
+        var verified = record.verified
+        var crcs = record.crcs
+        for piece in 0..<verified.count where verified[piece] {
+            let range = board.range(ofPiece: piece)
+            switch check {
+            case .hashes:
+                verified[piece] = check.matches(fd: fd, piece: piece, range: range)
+            case .crc32c:
+                let digest = check.digest(fd: fd, range: range)
+                let recorded = piece < crcs.count ? crcs[piece] : 0
+                verified[piece] = digest == withUnsafeBytes(of: recorded.bigEndian) { Array($0) }
+            }
+        }
+        if case .crc32c = check, crcs.count != verified.count { crcs = Array(repeating: 0, count: verified.count) }
+        return (verified, crcs)
+    }
+
+    // MARK: - Sources
+
+    /// What the first-byte request of one source found.
+    struct Probe: Sendable {
+        var source: MirrorSet.Source
+        /// After redirects.
+        var url: String
+        var display: String
+        var total: Int64?
+        var validators = Validators(etag: nil, lastModified: nil)
+        var duplicates: [SourceHeaders.Duplicate] = []
+        var digests: [Metalink.HashKind: [UInt8]] = [:]
+        /// Why it is not used; nil when it is.
+        var problem: String?
+    }
+
+    /// Asks every source for byte 0 at once.
+    func probe(_ sources: [MirrorSet.Source]) async -> [Probe] {
+        await withTaskGroup(of: (Int, Probe).self) { group in
+            for (index, source) in sources.enumerated() {
+                group.addTask { (index, await probe(source)) }
+            }
+            var out: [(Int, Probe)] = []
+            for await result in group { out.append(result) }
+            return out.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+
+    func probe(_ source: MirrorSet.Source) async -> Probe {
+        var found = Probe(source: source, url: source.url, display: RedactedURL.redact(source.url))
+        let answer: RequestSender.Answer
+        do {
+            answer = try await sender.get(source.url, range: "bytes=0-0", validators: nil)
+        } catch {
+            found.problem = error.message
+            return found
+        }
+        found.url = answer.url
+        let response = answer.response
+        let headers = response.headers
+        found.duplicates = SourceHeaders.duplicates(linkValues: headers["Link"], base: answer.url)
+        found.digests = SourceHeaders.digests(
+            digestValues: headers["Digest"], reprDigestValues: headers["Repr-Digest"])
+        found.validators = Validators(
+            etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified"))
+        let status = Int(response.status.code)
+        switch status {
+        case 206:
+            guard let header = headers.first(name: "Content-Range"), let range = ContentRange(header: header),
+                range.first == 0, let total = range.total, total >= 0, total <= ObjectLimits.maxBytes
+            else {
+                found.problem = "its answer to a range request has no usable Content-Range"
+                return found
+            }
+            found.total = total
+        case 200 where headers.first(name: "Content-Length") == "0":
+            found.total = 0
+        case 200:
+            found.problem = "it does not answer range requests"
+        case 416:
+            if let header = headers.first(name: "Content-Range"), ContentRange.unsatisfiedTotal(header: header) == 0 {
+                found.total = 0
+            } else {
+                found.problem = "it refused a range request for the first byte (416)"
+            }
+        default:
+            found.problem = "it answered HTTP \(status)"
+        }
+        return found
+    }
+
+    /// The file's length: the Metalink file's, else the one most sources give (the first source's on a tie).
+    /// A source that says another length, or whose digest headers name another file, is marked with why.
+    func agree(_ sources: inout [Probe], size: Int64?) throws(TransferError) -> Int64 {
+        var counts: [Int64: Int] = [:]
+        for s in sources where s.problem == nil { if let t = s.total { counts[t, default: 0] += 1 } }
+        let first = sources.first { $0.problem == nil && $0.total != nil }?.total
+        guard
+            let total = size
+                ?? counts.max(by: { a, b in a.value < b.value || (a.value == b.value && b.key == first) })?.key
+        else {
+            throw TransferError(
+                .noSources,
+                "No source answered for the file: "
+                    + sources.map { "\($0.display): \($0.problem ?? "no length")" }.joined(separator: "; ")
+                    + ". Check the URLs, or try again later.")
+        }
+        var digests: [Metalink.HashKind: [UInt8]] = [:]
+        for i in sources.indices where sources[i].problem == nil {
+            if let t = sources[i].total, t != total {
+                sources[i].problem =
+                    "it has \(t) bytes where \(size == nil ? "the other sources have" : "the Metalink file says") \(total)"
+                continue
+            }
+            for (kind, digest) in sources[i].digests {
+                if let other = digests[kind], other != digest {
+                    sources[i].problem = "its \(kind.rawValue) digest header names another file than the others'"
+                } else {
+                    digests[kind] = digest
+                }
+            }
+        }
+        return total
+    }
+
+    /// Fetches and reads a Metalink file (at most `Metalink.maxBytes`).
+    func readMetalink(_ location: String) async throws(TransferError) -> Metalink {
+        if let problem = DownloadURL.problem(location) { throw TransferError(.invalidURL, problem + ".") }
+        let answer = try await sender.get(location, range: nil, validators: nil)
+        let status = Int(answer.response.status.code)
+        guard status == 200 else {
+            throw TransferError(
+                .httpStatus, "The Metalink file \(RedactedURL.redact(location)) answered HTTP \(status).")
+        }
+        var bytes: [UInt8] = []
+        do {
+            for try await buffer in answer.response.body {
+                guard bytes.count + buffer.readableBytes <= Metalink.maxBytes else {
+                    throw TransferError(
+                        .metalink,
+                        "\(RedactedURL.redact(location)) is larger than \(Metalink.maxBytes >> 20) MiB; it is not a Metalink file."
+                    )
+                }
+                bytes += buffer.readableBytesView
+            }
+        } catch let error as TransferError {
+            throw error
+        } catch {
+            throw TransferError(
+                .retriesExhausted, "Reading the Metalink file \(RedactedURL.redact(location)) failed: \(error).")
+        }
+        return try Metalink.parse(bytes, source: RedactedURL.redact(location))
+    }
+
+    // MARK: - Files
+
+    struct Partial {
+        var fd: Int32
+        var created: Bool
+    }
+
+    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> Partial {
+        var partial: Partial?
+        switch directory.openOwn(names.mirrorPartial, writable: true) {
+        case .own(let fd): partial = Partial(fd: fd, created: false)
+        case .missing: break
+        case .untrusted(let why):
+            download.sink.yield(.warning("Not using the partial file: \(why). It is removed."))
+            try directory.remove(names.mirrorPartial)
+        }
+        if partial == nil {
+            guard let fd = try directory.createIfAbsent(names.mirrorPartial, mode: 0o600) else {
+                throw TransferError(
+                    .outputBusy,
+                    "\(directory.display(names.mirrorPartial)) appeared meanwhile; another program writes there. Choose another path with -o."
+                )
+            }
+            partial = Partial(fd: fd, created: true)
+        }
+        guard let partial, mw_try_lock(partial.fd) == 0 else {
+            if let partial { close(partial.fd) }
+            throw TransferError(
+                .outputBusy,
+                "Another download is writing \(directory.display(names.mirrorPartial)) now; wait for it to finish or choose another path with -o."
+            )
+        }
+        return partial
+    }
+}
+
+extension OutputNames {
+    /// The partial file of a download from several sources (docs/mirrors.md).
+    var mirrorPartial: String { final + ".mirror-part" }
+    /// Its checkpoint: the pieces verified so far.
+    var pieceRecord: String { final + ".mirror-part.pieces" }
+}

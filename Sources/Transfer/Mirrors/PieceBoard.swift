@@ -1,0 +1,234 @@
+/// The pieces of a download from several sources (docs/mirrors.md): the bytes still to fetch, the span each
+/// request holds, the pieces complete and verified, and the sources that may not serve a piece again. Pure:
+/// `MirrorFetch` asks it under one lock.
+///
+/// A request reserves bytes before it writes them (`reserve`) and reports them written after (`wrote`), so a
+/// span cut by another source (`steal`) is never written twice and a request that ends gives back exactly
+/// what it did not write (`finish`).
+struct PieceBoard: Sendable {
+    struct Active: Sendable, Equatable {
+        var source: Int
+        /// Written up to here.
+        var done: Int64
+        /// Reserved up to here (written or being written).
+        var next: Int64
+        var end: Int64
+        var begun: ContinuousClock.Instant
+    }
+
+    let total: Int64
+    let pieceLength: Int64
+    /// Byte spans no request holds, sorted and disjoint.
+    private(set) var pending: [Range<Int64>] = []
+    private(set) var active: [Int: Active] = [:]
+    /// Bytes written of each piece not yet checked.
+    private var filled: [Int64]
+    private(set) var verified: [Bool]
+    private(set) var verifiedCount = 0
+    /// The sources that wrote each piece being filled.
+    private var contributors: [Int: Set<Int>] = [:]
+    /// Sources that sent a piece that failed its check: they are not asked for it again.
+    private(set) var refused: [Int: Set<Int>] = [:]
+    private var nextID = 0
+
+    /// A board for `total` bytes in pieces of `pieceLength`; `verified` marks the pieces a partial file
+    /// already holds (checked), the rest is pending.
+    init(total: Int64, pieceLength: Int64, verified given: [Bool] = []) {
+        self.total = max(0, total)
+        self.pieceLength = max(1, pieceLength)
+        let count = self.total == 0 ? 0 : Int((self.total - 1) / self.pieceLength) + 1
+        filled = Array(repeating: 0, count: count)
+        verified = given.count == count ? given : Array(repeating: false, count: count)
+        verifiedCount = verified.lazy.filter { $0 }.count
+        for piece in 0..<count where !verified[piece] { giveBack(range(ofPiece: piece)) }
+    }
+
+    var pieceCount: Int { verified.count }
+    var isComplete: Bool { verifiedCount == pieceCount }
+    var verifiedBytes: Int64 {
+        (0..<pieceCount).reduce(Int64(0)) { $0 + (verified[$1] ? Int64(range(ofPiece: $1).count) : 0) }
+    }
+
+    func range(ofPiece piece: Int) -> Range<Int64> {
+        let start = Int64(piece) * pieceLength
+        return start..<min(total, start + pieceLength)
+    }
+
+    func piece(at offset: Int64) -> Int { Int(offset / pieceLength) }
+
+    /// The pieces `range` touches.
+    func pieces(of range: Range<Int64>) -> ClosedRange<Int> {
+        piece(at: range.lowerBound)...piece(at: max(range.lowerBound, range.upperBound - 1))
+    }
+
+    func mayServe(_ source: Int, piece: Int) -> Bool { !(refused[piece]?.contains(source) ?? false) }
+
+    /// A span for `source`: from the first pending byte of a piece it may serve, to the end of a piece, at most
+    /// about `maxBytes` (always at least to the end of its first piece) and never into a piece it may not serve.
+    mutating func take(source: Int, maxBytes: Int64, now: ContinuousClock.Instant = .now) -> (
+        id: Int, range: Range<Int64>
+    )? {
+        for (index, span) in pending.enumerated() {
+            var start = span.lowerBound
+            while start < span.upperBound, !mayServe(source, piece: piece(at: start)) {
+                start = range(ofPiece: piece(at: start)).upperBound
+            }
+            guard start < span.upperBound else { continue }
+            var end = min(span.upperBound, range(ofPiece: piece(at: start)).upperBound)
+            while end < span.upperBound, end - start < maxBytes, mayServe(source, piece: piece(at: end)) {
+                end = min(span.upperBound, range(ofPiece: piece(at: end)).upperBound)
+            }
+            var rest: [Range<Int64>] = []
+            if span.lowerBound < start { rest.append(span.lowerBound..<start) }
+            if end < span.upperBound { rest.append(end..<span.upperBound) }
+            pending.replaceSubrange(index...index, with: rest)
+            return open(source: source, start..<end, now: now)
+        }
+        return nil
+    }
+
+    /// Whether pending bytes exist that `source` may serve.
+    func hasWork(for source: Int) -> Bool {
+        pending.contains { span in
+            var start = span.lowerBound
+            while start < span.upperBound {
+                if mayServe(source, piece: piece(at: start)) { return true }
+                start = range(ofPiece: piece(at: start)).upperBound
+            }
+            return false
+        }
+    }
+
+    /// When nothing is pending for `source`: the request that will end last, judged by its source's rate
+    /// (`rates`, bytes per second; a source without one that has held its request for `patience` counts as
+    /// stalled), is cut where it stands and its rest given to `source` — when `source` would finish it clearly
+    /// sooner. Nil when no request is worth taking.
+    mutating func steal(
+        source: Int, rates: [Int: Double], now: ContinuousClock.Instant = .now,
+        patience: Duration = .seconds(1), minimum: Int64 = 64 << 10
+    ) -> (id: Int, range: Range<Int64>)? {
+        guard let mine = rates[source], mine > 0 else { return nil }
+        var best: (id: Int, left: Double)?
+        for (id, a) in active where a.source != source && a.end - a.next >= minimum {
+            guard mayServe(source, piece: piece(at: a.next)) else { continue }
+            let rest = Double(a.end - a.next)
+            let theirs = rates[a.source] ?? 0
+            let left: Double
+            if theirs > 0 {
+                left = rest / theirs
+            } else {
+                guard now - a.begun >= patience else { continue }
+                left = .infinity
+            }
+            // Worth it when this source would end the span in well under the time its holder needs.
+            guard left > rest / mine * 1.5 + 0.5 else { continue }
+            if left > (best?.left ?? -1) { best = (id, left) }
+        }
+        guard let best, var victim = active[best.id] else { return nil }
+        let cut = victim.next
+        let victimEnd = victim.end
+        var end = victimEnd
+        // Never into a piece `source` may not serve: that part goes back to pending for another.
+        var probe = cut
+        while probe < end {
+            let p = piece(at: probe)
+            if !mayServe(source, piece: p) {
+                end = max(cut, range(ofPiece: p).lowerBound)
+                break
+            }
+            probe = range(ofPiece: p).upperBound
+        }
+        guard cut < end else { return nil }
+        victim.end = cut
+        active[best.id] = victim
+        if end < victimEnd { giveBack(end..<victimEnd) }
+        return open(source: source, cut..<end, now: now)
+    }
+
+    /// Reserves the next `count` bytes of request `id`: the range to write, empty when the request was cut
+    /// there or is over.
+    mutating func reserve(_ id: Int, count: Int64) -> Range<Int64> {
+        guard var a = active[id], count > 0, a.next < a.end else { return 0..<0 }
+        let upper = min(a.end, a.next + count)
+        let range = a.next..<upper
+        a.next = upper
+        active[id] = a
+        return range
+    }
+
+    /// `range` (reserved by `id`, beginning where it last wrote) is written: the pieces it completed.
+    mutating func wrote(_ id: Int, _ range: Range<Int64>) -> [Int] {
+        guard var a = active[id], !range.isEmpty, range.lowerBound == a.done else { return [] }
+        a.done = range.upperBound
+        active[id] = a
+        var complete: [Int] = []
+        for p in pieces(of: range) {
+            let piece = self.range(ofPiece: p)
+            let overlap = max(piece.lowerBound, range.lowerBound)..<min(piece.upperBound, range.upperBound)
+            guard !overlap.isEmpty else { continue }
+            filled[p] += Int64(overlap.count)
+            contributors[p, default: []].insert(a.source)
+            if filled[p] == Int64(piece.count) { complete.append(p) }
+        }
+        return complete
+    }
+
+    /// Request `id` is over: what it did not write goes back to pending.
+    mutating func finish(_ id: Int) {
+        guard let a = active.removeValue(forKey: id) else { return }
+        if a.done < a.end { giveBack(a.done..<a.end) }
+    }
+
+    /// Whether request `id` still has bytes to reserve.
+    func isOpen(_ id: Int) -> Bool { active[id].map { $0.next < $0.end } ?? false }
+
+    /// Piece `piece` matched its hash.
+    mutating func verifiedPiece(_ piece: Int) {
+        guard piece < pieceCount, !verified[piece] else { return }
+        verified[piece] = true
+        verifiedCount += 1
+        contributors[piece] = nil
+    }
+
+    /// Piece `piece` did not match: every source that wrote it is refused for it, and all of it is pending
+    /// again. Returns the sources that wrote it.
+    @discardableResult
+    mutating func failedPiece(_ piece: Int) -> Set<Int> {
+        guard piece < pieceCount else { return [] }
+        let sources = contributors.removeValue(forKey: piece) ?? []
+        refused[piece, default: []].formUnion(sources)
+        filled[piece] = 0
+        giveBack(range(ofPiece: piece))
+        return sources
+    }
+
+    /// Bytes no request holds.
+    var pendingBytes: Int64 { pending.reduce(0) { $0 + Int64($1.count) } }
+
+    // MARK: - Private
+
+    private mutating func open(source: Int, _ range: Range<Int64>, now: ContinuousClock.Instant) -> (
+        id: Int, range: Range<Int64>
+    ) {
+        nextID += 1
+        active[nextID] = Active(
+            source: source, done: range.lowerBound, next: range.lowerBound, end: range.upperBound, begun: now)
+        return (nextID, range)
+    }
+
+    private mutating func giveBack(_ range: Range<Int64>) {
+        guard !range.isEmpty else { return }
+        var spans = pending
+        let index = spans.firstIndex { $0.lowerBound > range.lowerBound } ?? spans.count
+        spans.insert(range, at: index)
+        var merged: [Range<Int64>] = []
+        for span in spans {
+            if let last = merged.last, last.upperBound >= span.lowerBound {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, span.upperBound)
+            } else {
+                merged.append(span)
+            }
+        }
+        pending = merged
+    }
+}

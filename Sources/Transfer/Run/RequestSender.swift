@@ -1,0 +1,51 @@
+import AsyncHTTPClient
+
+/// One GET outside the segmented downloader (a delta's ranges, a mirror's probe and pieces, a Metalink
+/// file): redirects followed by `RedirectPolicy`, through the download's proxy as its segments go, from the
+/// download's local address, with its no-progress timeout.
+struct RequestSender: Sendable {
+    let download: Download
+    let client: HTTPClient
+    let forwarder: HTTPClient?
+
+    struct Answer {
+        var response: HTTPClientResponse
+        /// The URL that answered, after redirects.
+        var url: String
+    }
+
+    func get(_ url: String, range: String?, validators: Validators?, headers: [(String, String)] = [])
+        async throws(TransferError) -> Answer
+    {
+        let request = download.request
+        var url = url
+        var redirects = 0
+        while true {
+            let proxy = request.proxy.server(for: url)
+            let forwarded = forwarder == nil ? nil : proxy.flatMap { ForwardedRequest.make(url, through: $0) }
+            var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
+            if let range { http.headers.add(name: "Range", value: range) }
+            for (name, value) in (validators?.preconditionHeaders ?? []) + headers {
+                http.headers.add(name: name, value: value)
+            }
+            http.localAddress = download.localAddress
+            let response: HTTPClientResponse
+            do {
+                response = try await (forwarded == nil ? client : forwarder ?? client).execute(
+                    http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
+            } catch {
+                throw TransferError(
+                    .retriesExhausted,
+                    "The request for \(RedactedURL.redact(url)) failed: \(FailureText.describe(error)).", cause: error)
+            }
+            let status = Int(response.status.code)
+            guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "Location")
+            else { return Answer(response: response, url: url) }
+            redirects += 1
+            switch RedirectPolicy.follow(from: url, location: location, count: redirects) {
+            case .success(let next): url = next
+            case .failure(let error): throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import Crypto
+import Foundation
+import TestSupport
+import Testing
+
+@testable import Transfer
+
+/// Downloads from several sources against three real nginx mirrors of a 12 MiB file.
+@Suite(.serialized, .needsNginx)
+struct MirrorTests {
+    static let size = 12 << 20
+    static let pieceLength: Int64 = 1 << 20
+
+    struct Mirrors {
+        var fixture: Fixture
+        var servers: [Nginx]
+        var content: [UInt8]
+        var sha: String
+        func url(_ i: Int) -> String { servers[i].url("/f.bin") }
+        var urls: [String] { servers.indices.map(url) }
+        /// Body bytes each mirror sent for the file (nginx's log).
+        func sent(_ i: Int) -> Int64 {
+            let text = (try? String(contentsOfFile: servers[i].prefix + "/logs/access.log", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").filter { $0.contains("GET /f.bin ") }.reduce(Int64(0)) { sum, line in
+                let fields = line.components(separatedBy: "\" ")
+                guard fields.count > 1,
+                    let bytes = fields[1].split(separator: " ").dropFirst().first.flatMap({ Int64($0) })
+                else { return sum }
+                return sum + bytes
+            }
+        }
+        var destination: String { fixture.path("out.bin") }
+
+        /// The set a Metalink file with sha-256 piece hashes would give.
+        func set(pieces: Bool = true) -> MirrorSet {
+            var hashes: [[UInt8]] = []
+            var at = 0
+            while at < content.count {
+                let end = min(content.count, at + Int(MirrorTests.pieceLength))
+                hashes.append(Array(SHA256.hash(data: content[at..<end])))
+                at = end
+            }
+            return MirrorSet(
+                sources: urls.map { MirrorSet.Source(url: $0) }, size: Int64(content.count),
+                hashes: [.sha256: Array(SHA256.hash(data: content))],
+                pieces: pieces ? Metalink.Pieces(kind: .sha256, length: MirrorTests.pieceLength, hashes: hashes) : nil)
+        }
+
+        func request(_ set: MirrorSet) -> DownloadRequest {
+            var request = DownloadRequest(url: set.sources[0].url, destination: destination)
+            request.mirrors = set
+            request.computeSHA256 = true
+            request.maxRetries = 2
+            return request
+        }
+    }
+
+    /// Three mirrors; `files[i]` replaces mirror i's copy, `locations[i]` goes in its `location /`.
+    static func withMirrors(
+        files: [Int: [UInt8]] = [:], locations: [Int: String] = [:], _ body: (Mirrors) async throws -> Void
+    ) async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let content = DeltaScanTests.bytes(size, seed: 41)
+        var servers: [Nginx] = []
+        defer { for s in servers { s.stop() } }
+        for i in 0..<3 {
+            let root = fixture.path("www\(i)")
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: root + "/f.bin", contents: Data(files[i] ?? content))
+            servers.append(try Nginx(root: root, location: locations[i] ?? ""))
+        }
+        try await body(
+            Mirrors(fixture: fixture, servers: servers, content: content, sha: Fixture.sha256(bytes: content)))
+    }
+
+    static func sources(_ events: [DownloadEvent]) -> [SourceReport] {
+        events.compactMap { event -> [SourceReport]? in
+            if case .sources(let list) = event { return list }
+            return nil
+        }.last ?? []
+    }
+
+    @Test func everyMirrorServesPartAndNothingIsFetchedTwice() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 4m;", 1: "limit_rate 4m;", 2: "limit_rate 4m;"]) { m in
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: m.request(m.set())))
+            let result = try #require(outcome.result)
+            #expect(result.sha256 == m.sha)
+            #expect(Fixture.sha256(file: m.destination) == m.sha)
+            #expect(result.refetchedBytes == 0)
+            #expect(result.bytesFetched <= Int64(Self.size) + (256 << 10), "fetched \(result.bytesFetched)")
+            let sent = (0..<3).map(m.sent)
+            #expect(sent.allSatisfy { $0 > 1 << 20 }, "each mirror served a part: \(sent)")
+            let reports = Self.sources(events)
+            #expect(reports.count == 3)
+            #expect(reports.allSatisfy { $0.dropped == nil && $0.bytes > 0 })
+            #expect(reports.reduce(0) { $0 + $1.bytes } == Int64(Self.size))
+            #expect(!Fixture.exists(m.destination + ".mirror-part"))
+            #expect(!Fixture.exists(m.destination + ".mirror-part.pieces"))
+        }
+    }
+
+    @Test func aCorruptPieceIsFetchedAgainFromAnotherMirrorAndItsSenderDropped() async throws {
+        var bad = DeltaScanTests.bytes(Self.size, seed: 41)
+        for i in (5 << 20)..<(6 << 20) { bad[i] ^= 0x5a }
+        try await Self.withMirrors(files: [1: bad]) { m in
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: m.request(m.set())))
+            let result = try #require(outcome.result)
+            #expect(Fixture.sha256(file: m.destination) == m.sha)
+            let total = (0..<3).map(m.sent).reduce(0, +)
+            // Exactly the bad piece again, and what was in flight from the dropped mirror at most.
+            #expect(total <= Int64(Self.size) + Self.pieceLength * 3, "sent \(total)")
+            #expect(result.bytesFetched <= Int64(Self.size) + Self.pieceLength * 3)
+            let reports = Self.sources(events)
+            let dropped = reports.filter { $0.dropped != nil }
+            // Mirror 1 is dropped only if it was the one asked for the bad piece; then it says which piece.
+            if m.sent(1) > 0, let why = dropped.first?.dropped {
+                #expect(dropped.count == 1 && dropped[0].url == m.url(1))
+                #expect(why.contains("piece 5") && why.contains("sha-256"), "\(why)")
+            }
+            #expect(reports.filter { $0.dropped == nil }.count >= 2)
+        }
+    }
+
+    @Test func aDeadMirrorIsDroppedAndTheOthersFinish() async throws {
+        try await Self.withMirrors { m in
+            var set = m.set(pieces: false)
+            let dead = "http://127.0.0.1:\(try Nginx.freePort())/f.bin"
+            set.sources.insert(MirrorSet.Source(url: dead), at: 0)
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: m.request(set)))
+            #expect(outcome.result?.sha256 == m.sha)
+            let warnings = events.compactMap { event -> String? in
+                if case .warning(let text) = event { return text }
+                return nil
+            }
+            #expect(warnings.contains { $0.contains(dead) }, "\(warnings)")
+        }
+    }
+
+    @Test func aMirrorWithAnotherLengthIsNotUsed() async throws {
+        let other = DeltaScanTests.bytes(Self.size - 4096, seed: 41)
+        try await Self.withMirrors(files: [2: other]) { m in
+            var set = m.set(pieces: false)
+            set.size = nil
+            set.hashes = [:]
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: m.request(set)))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(m.sent(2) <= 1, "only the first byte was asked of mirror 2: \(m.sent(2))")
+            let warnings = events.compactMap { event -> String? in
+                if case .warning(let text) = event { return text }
+                return nil
+            }
+            #expect(warnings.contains { $0.contains(m.url(2)) && $0.contains("bytes where the other sources have") })
+        }
+    }
+
+    @Test func aSlowMirrorLosesItsSpanToTheFastOnes() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 100k;"]) { m in
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: m.request(m.set())))
+            let result = try #require(outcome.result)
+            #expect(result.sha256 == m.sha)
+            // At 100 KiB/s mirror 0 could not have sent much before its span was taken.
+            #expect(m.sent(0) < 2 << 20, "the slow mirror sent \(m.sent(0))")
+            #expect(result.bytesFetched <= Int64(Self.size) + (1 << 20))
+        }
+    }
+
+    @Test func aPausedDownloadResumesFromItsVerifiedPieces() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 1m;", 1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+            let request = m.request(m.set())
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+            #expect(first == .paused)
+            #expect(Fixture.exists(m.destination + ".mirror-part.pieces"))
+            let (second, _) = try await Fixture.runCollecting(Download(request: request))
+            let result = try #require(second.result)
+            #expect(result.sha256 == m.sha)
+            #expect(result.resumedBytes >= 3 << 20, "resumed \(result.resumedBytes)")
+            #expect(result.resumedBytes % Self.pieceLength == 0)
+            #expect(result.bytesFetched <= Int64(Self.size) - result.resumedBytes + (1 << 20))
+        }
+    }
+
+    @Test func aDamagedVerifiedPieceIsFetchedAgainOnResume() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 1m;", 1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+            let request = m.request(m.set())
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+            #expect(first == .paused)
+            // Damage the first piece of the partial file: the record says it is verified; the check says not.
+            let handle = try #require(FileHandle(forUpdatingAtPath: m.destination + ".mirror-part"))
+            try handle.seek(toOffset: 10)
+            try handle.write(contentsOf: Data([0, 1, 2, 3]))
+            try handle.close()
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(second.result?.sha256 == m.sha)
+            #expect(
+                events.contains {
+                    if case .warning(let w) = $0 { return w.contains("failed their check") } else { return false }
+                })
+        }
+    }
+
+    @Test func wrongWholeFileDigestFailsWithoutRenaming() async throws {
+        try await Self.withMirrors { m in
+            var set = m.set(pieces: false)
+            set.hashes = [.sha256: Array(repeating: 7, count: 32)]
+            do {
+                _ = try await Fixture.runCollecting(Download(request: m.request(set)))
+                Issue.record("a wrong digest completed")
+            } catch let error as TransferError {
+                #expect(error.code == .checksumMismatch)
+            }
+            #expect(!Fixture.exists(m.destination))
+        }
+    }
+
+    @Test func linkDuplicatesAddSourcesAndDigestHeadersCheckTheFile() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let content = DeltaScanTests.bytes(Self.size, seed: 41)
+        for name in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: fixture.path(name), withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: fixture.path(name) + "/f.bin", contents: Data(content))
+        }
+        let b = try Nginx(root: fixture.path("b"))
+        defer { b.stop() }
+        let right = Data(SHA256.hash(data: content)).base64EncodedString()
+        let wrong = Data(repeating: 9, count: 32).base64EncodedString()
+        for (digest, good) in [(right, true), (wrong, false)] {
+            // Only mirror a is given; it names b as a duplicate and gives the file's digest.
+            let a = try Nginx(
+                root: fixture.path("a"),
+                location:
+                    "add_header Link '<\(b.url("/f.bin"))>; rel=duplicate; pri=2'; add_header Repr-Digest 'sha-256=:\(digest):';"
+            )
+            defer { a.stop() }
+            var request = DownloadRequest(url: a.url("/f.bin"), destination: fixture.path("out-\(good).bin"))
+            request.mirrors = MirrorSet(sources: [MirrorSet.Source(url: a.url("/f.bin"))])
+            request.computeSHA256 = true
+            do {
+                let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+                #expect(good, "a wrong digest header completed")
+                #expect(outcome.result?.sha256 == Fixture.sha256(bytes: content))
+                #expect(Self.sources(events).map(\.url).contains(b.url("/f.bin")))
+            } catch let error as TransferError {
+                #expect(!good, "\(error)")
+                #expect(error.code == .checksumMismatch)
+            }
+        }
+        let log = (try? String(contentsOfFile: b.prefix + "/logs/access.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("GET /f.bin "), "the duplicate was asked")
+    }
+}

@@ -1,0 +1,147 @@
+import Testing
+
+@testable import Transfer
+
+/// The piece scheduler of downloads from several sources, without any I/O.
+@Suite struct PieceBoardTests {
+    @Test func spansAreWholePiecesAndEveryByteIsTakenOnce() {
+        var board = PieceBoard(total: 10_000, pieceLength: 1000)
+        #expect(board.pieceCount == 10)
+        let a = board.take(source: 0, maxBytes: 2500)
+        let b = board.take(source: 1, maxBytes: 1)
+        #expect(a?.range == 0..<3000)
+        #expect(b?.range == 3000..<4000)
+        #expect(board.pending == [4000..<10_000])
+        #expect(board.range(ofPiece: 9) == 9000..<10_000)
+    }
+
+    @Test func theLastPieceMayBeShort() {
+        let board = PieceBoard(total: 2500, pieceLength: 1000)
+        #expect(board.pieceCount == 3)
+        #expect(board.range(ofPiece: 2) == 2000..<2500)
+        #expect(PieceBoard(total: 0, pieceLength: 1000).isComplete)
+    }
+
+    @Test func writtenPiecesCompleteAndAnEndedRequestGivesBackWhatItDidNotWrite() {
+        var board = PieceBoard(total: 4000, pieceLength: 1000)
+        let (id, range) = board.take(source: 0, maxBytes: 4000)!
+        #expect(range == 0..<4000)
+        let first = board.reserve(id, count: 1500)
+        #expect(first == 0..<1500)
+        #expect(board.wrote(id, first) == [0])
+        let second = board.reserve(id, count: 1000)
+        #expect(second == 1500..<2500)
+        // The request fails before writing what it reserved: all of it from 1500 goes back.
+        board.finish(id)
+        #expect(board.pending == [1500..<4000])
+        board.verifiedPiece(0)
+        #expect(board.verifiedCount == 1)
+        let again = board.take(source: 1, maxBytes: 500)!
+        #expect(again.range == 1500..<2000)
+        #expect(board.wrote(again.id, board.reserve(again.id, count: 500)) == [1])
+    }
+
+    @Test func aFailedPieceIsRefusedToItsSenderAndGoesBackWhole() {
+        var board = PieceBoard(total: 3000, pieceLength: 1000)
+        let (id, _) = board.take(source: 0, maxBytes: 3000)!
+        let reserved = board.reserve(id, count: 3000)
+        #expect(board.wrote(id, reserved) == [0, 1, 2])
+        board.finish(id)
+        board.verifiedPiece(0)
+        board.verifiedPiece(2)
+        #expect(board.failedPiece(1) == [0])
+        #expect(board.pending == [1000..<2000])
+        #expect(board.take(source: 0, maxBytes: 3000) == nil)
+        #expect(!board.hasWork(for: 0))
+        #expect(board.hasWork(for: 1))
+        #expect(board.take(source: 1, maxBytes: 3000)?.range == 1000..<2000)
+    }
+
+    @Test func aSpanStopsBeforeAPieceItsSourceMayNotServe() {
+        var board = PieceBoard(total: 5000, pieceLength: 1000)
+        let (id, _) = board.take(source: 0, maxBytes: 5000)!
+        _ = board.wrote(id, board.reserve(id, count: 5000))
+        board.finish(id)
+        for p in [0, 1, 3, 4] { board.verifiedPiece(p) }
+        board.failedPiece(2)
+        // Source 0 sent piece 2; source 1 takes it, and takes nothing past it.
+        var more = PieceBoard(total: 5000, pieceLength: 1000)
+        let (m, _) = more.take(source: 0, maxBytes: 1000)!
+        _ = more.wrote(m, more.reserve(m, count: 1000))
+        more.finish(m)
+        more.failedPiece(0)
+        #expect(more.take(source: 0, maxBytes: 5000)?.range == 1000..<5000)
+        #expect(board.take(source: 1, maxBytes: 5000)?.range == 2000..<3000)
+    }
+
+    @Test func aFastSourceStealsTheRestOfASlowOnesSpan() {
+        let start = ContinuousClock.now
+        var board = PieceBoard(total: 4 << 20, pieceLength: 1 << 20)
+        let slow = board.take(source: 0, maxBytes: 2 << 20, now: start)!
+        let fast = board.take(source: 1, maxBytes: 2 << 20, now: start)!
+        #expect(slow.range == 0..<(2 << 20))
+        #expect(fast.range == (2 << 20)..<(4 << 20))
+        _ = board.wrote(slow.id, board.reserve(slow.id, count: 100_000))
+        _ = board.wrote(fast.id, board.reserve(fast.id, count: 2 << 20))
+        board.finish(fast.id)
+        // 100 KB/s against 4 MB/s: the slow source's 1.9 MB would take 19 s, the fast one's half a second.
+        let rates: [Int: Double] = [0: 100_000, 1: 4_000_000]
+        let stolen = board.steal(source: 1, rates: rates, now: start + .seconds(1))
+        #expect(stolen?.range == 100_000..<(2 << 20))
+        // The slow request may reserve nothing more; what it wrote stays.
+        #expect(board.reserve(slow.id, count: 1000).isEmpty)
+        #expect(!board.isOpen(slow.id))
+        board.finish(slow.id)
+        #expect(board.pending.isEmpty)
+        // A source about as fast as the holder does not steal.
+        var even = PieceBoard(total: 4 << 20, pieceLength: 1 << 20)
+        let one = even.take(source: 0, maxBytes: 4 << 20, now: start)!
+        _ = even.wrote(one.id, even.reserve(one.id, count: 1 << 20))
+        #expect(even.steal(source: 1, rates: [0: 4_000_000, 1: 4_000_000], now: start + .seconds(1)) == nil)
+    }
+
+    @Test func aStalledSpanIsStolenOnlyAfterPatience() {
+        let start = ContinuousClock.now
+        var board = PieceBoard(total: 2 << 20, pieceLength: 1 << 20)
+        let held = board.take(source: 0, maxBytes: 2 << 20, now: start)!
+        let rates: [Int: Double] = [1: 1_000_000]
+        #expect(board.steal(source: 1, rates: rates, now: start + .milliseconds(500)) == nil)
+        let stolen = board.steal(source: 1, rates: rates, now: start + .seconds(3))
+        #expect(stolen?.range == 0..<(2 << 20))
+        #expect(!board.isOpen(held.id))
+        // A source with no rate yet steals nothing.
+        #expect(board.steal(source: 2, rates: rates, now: start + .seconds(9)) == nil)
+    }
+
+    @Test func aResumedBoardHasOnlyTheUnverifiedPiecesPending() {
+        let board = PieceBoard(total: 3500, pieceLength: 1000, verified: [true, false, true, false])
+        #expect(board.pending == [1000..<2000, 3000..<3500])
+        #expect(board.verifiedBytes == 2000)
+        // A list of the wrong length is not trusted.
+        #expect(PieceBoard(total: 3500, pieceLength: 1000, verified: [true]).verifiedCount == 0)
+    }
+
+    @Test func theRecordRoundTripsAndRefusesWhatItDidNotWrite() {
+        let record = PieceRecord(
+            total: 3500, pieceLength: 1000, check: "crc32c", identity: "size:3500",
+            verified: [true, false, true, true], crcs: [1, 0, 0xdead_beef, 7])
+        #expect(PieceRecord.decode(record.encoded()) == record)
+        var bytes = record.encoded()
+        bytes[bytes.count - 3] = UInt8(ascii: "g")
+        #expect(PieceRecord.decode(bytes) == nil)
+        #expect(PieceRecord.decode(Array("meterwise-pieces 1\ntotal -1\n".utf8)) == nil)
+        let noCRC = PieceRecord(
+            total: 9, pieceLength: 4, check: "sha-256", identity: "-", verified: [false, true, true])
+        #expect(PieceRecord.decode(noCRC.encoded()) == noCRC)
+    }
+
+    @Test func sourcesAreOrderedByPriority() {
+        let set = MirrorSet(sources: [
+            .init(url: "http://a/"), .init(url: "http://b/", priority: 5), .init(url: "http://c/", priority: 1),
+            .init(url: "http://d/"),
+        ])
+        var ordered = set
+        ordered.add([.init(url: "http://a/"), .init(url: "http://e/", priority: 2)])
+        #expect(ordered.sources.map(\.url) == ["http://c/", "http://e/", "http://b/", "http://a/", "http://d/"])
+    }
+}
