@@ -239,10 +239,14 @@ let package = Package(
                 "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport", "RangeServer", "SystemHints",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab", "Engine"]),
+            dependencies: [
+                "TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab", "Engine",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]
 )

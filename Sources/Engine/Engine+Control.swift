@@ -61,6 +61,8 @@ extension Engine {
             record.zsync = spec.zsyncURL ?? ""
             record.seeds = spec.seeds ?? []
         }
+        if let mirrors = spec.mirrors, !mirrors.isEmpty { record.mirrors = mirrors }
+        record.metalink = spec.metalink
         // The TLS files and the proxy are checked now, so a mistake is said to whoever adds the job; they are
         // read again (with the owner's rights) each time the transfer starts.
         do {

@@ -93,6 +93,14 @@ extension Engine {
                 await self?.admitDelta(id, toFetch: toFetch, total: total) ?? false
             }
         }
+        if record.mirrors != nil || record.metalink != nil {
+            // Several sources (docs/mirrors.md); a local Metalink file is read with the owner's rights.
+            request.mirrors = MirrorSet(
+                sources: ([record.url] + (record.mirrors ?? [])).filter { $0 != record.metalink }.map {
+                    MirrorSet.Source(url: $0)
+                },
+                metalinkURL: record.metalink)
+        }
         request.tls = tls
         request.proxy = proxy
         // A captive portal's page is a wait, tried again with back-off and at once at any link change.
@@ -200,8 +208,8 @@ extension Engine {
                         job: id,
                         "scanned \(seed) in \(String(format: "%.1f", seconds)) s: \(blocks) of \(of) blocks found"))
             }
-        case .sources:
-            break  // jobs have one source (docs/mirrors.md, "Limits")
+        case let .sources(list, _):
+            jobs[id]?.record.sources = list.map { SourceFigures(url: $0.url, bytes: $0.bytes, dropped: $0.dropped) }
         }
     }
 

@@ -134,6 +134,11 @@ public final class JobStore: Sendable {
             try db.execute(sql: "ALTER TABLE job ADD COLUMN seeds TEXT")
             try db.execute(sql: "ALTER TABLE job ADD COLUMN delta_bytes INTEGER")
         }
+        migrator.registerMigration("v10-mirrors") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN mirrors TEXT")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN metalink TEXT")
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN sources TEXT")
+        }
         return migrator
     }
 

@@ -56,6 +56,9 @@ struct AddCommand: AsyncParsableCommand {
     @OptionGroup(title: "Deltas")
     var delta: DeltaOptions
 
+    @OptionGroup(title: "Mirrors and Metalink")
+    var sources: MirrorOptions
+
     @Option(help: "Higher runs first; 0 is normal.")
     var priority: Int = 0
 
@@ -105,6 +108,9 @@ struct AddCommand: AsyncParsableCommand {
             throw ValidationError("--sha256: \(ExpectedSHA256.hint).")
         }
         if let segments, !(1...16).contains(segments) { throw ValidationError("--segments must be between 1 and 16.") }
+        if delta.isDelta, !sources.mirrors.isEmpty || sources.metalink != nil {
+            throw ValidationError("--zsync takes one URL; mirrors and Metalink files are for whole downloads.")
+        }
         if output == nil, OutputName.from(url: url) == nil {
             throw ValidationError("The URL has no file name to save to; give one with -o FILE.")
         }
@@ -131,6 +137,9 @@ struct AddCommand: AsyncParsableCommand {
             spec.zsyncURL = delta.zsyncURL.map { $0.contains("://") ? $0 : absolute($0) }
             spec.seeds = delta.seeds.map(absolute)
         }
+        if !sources.mirrors.isEmpty { spec.mirrors = sources.mirrors }
+        // A local Metalink file is read by the daemon with this user's rights.
+        spec.metalink = sources.metalink.map { sources.metalinkIsRemote ? $0 : absolute($0) }
         let (status, raw) = try await ControlClient(socketPath: client.socketPath)
             .call(.POST, "/v1/jobs", body: try ControlAPI.encoder().encode(spec), as: JobStatus.self)
         if client.json {
@@ -337,6 +346,10 @@ enum JobText {
             if let reason = status.retryReason { text += ": \(shown(reason))" }
         }
         if let sha = status.job.sha256 { text += "\n  sha256 \(shown(sha))" }
+        for source in status.job.sources ?? [] {
+            text += "\n  source \(shown(source.url)): \(Units.formatBytes(source.bytes))"
+            if let why = source.dropped { text += ", dropped: \(shown(why))" }
+        }
         if let toFetch = status.job.deltaBytes, let total = status.job.totalBytes {
             text +=
                 "\n  delta: \(Units.formatBytes(toFetch)) to fetch of \(Units.formatBytes(total)); \(Units.formatBytes(max(0, total - toFetch))) from the old copy"

@@ -1,10 +1,6 @@
 import ArgumentParser
 import Transfer
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The sources of one file beyond its URL, for `get` (docs/mirrors.md): more URLs, `--mirror`, and a
 /// Metalink file.
 struct MirrorOptions: ParsableArguments {
@@ -47,43 +43,8 @@ struct MirrorOptions: ParsableArguments {
         if metalinkIsRemote {
             return (MirrorSet(sources: given.map { MirrorSet.Source(url: $0) }, metalinkURL: metalink), metalinkURLName)
         }
-        let parsed = try Metalink.parse(try Self.readFile(metalink), source: metalink)
+        let parsed = try Metalink.parse(try Metalink.readFile(atPath: metalink), source: metalink)
         guard let file = parsed.files.first else { throw TransferError(.metalink, "\(metalink) describes no file.") }
         return (MirrorSet(file: file, extra: given), file.name)
-    }
-
-    /// A local Metalink file's bytes: a regular file of at most `Metalink.maxBytes`.
-    static func readFile(_ path: String) throws(TransferError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            throw TransferError(
-                .metalink, "Could not open the Metalink file \(path): \(String(cString: strerror(errno))).")
-        }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw TransferError(.metalink, "\(path) is not a regular file; give the .meta4 file's path.")
-        }
-        guard st.st_size <= Metalink.maxBytes else {
-            throw TransferError(
-                .metalink, "\(path) is larger than \(Metalink.maxBytes >> 20) MiB; it is not a Metalink file.")
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while bytes.count <= Metalink.maxBytes {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n >= 0 else {
-                throw TransferError(
-                    .metalink, "Could not read the Metalink file \(path): \(String(cString: strerror(errno))).")
-            }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        guard bytes.count <= Metalink.maxBytes else {
-            throw TransferError(
-                .metalink, "\(path) is larger than \(Metalink.maxBytes >> 20) MiB; it is not a Metalink file.")
-        }
-        return bytes
     }
 }

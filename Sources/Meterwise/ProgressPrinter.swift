@@ -127,7 +127,8 @@ final class ProgressPrinter: Sendable {
             return true
         case .delta(let stage):
             printDelta(stage)
-        case .sources(let list):
+        case .sources(let list, let final):
+            guard final else { break }
             for source in list {
                 let state = source.dropped.map { "dropped: \($0)" } ?? "used"
                 line("  \(source.url): \(Units.formatBytes(source.bytes)), \(state)")
@@ -253,9 +254,9 @@ final class ProgressPrinter: Sendable {
         case .delta(let stage):
             guard let stageFields = deltaFields(stage) else { return false }
             fields = [("event", .string("delta"))] + stageFields
-        case .sources(let list):
+        case .sources(let list, let final):
             fields = [
-                ("event", .string("sources")),
+                ("event", .string("sources")), ("final", .bool(final)),
                 (
                     "sources",
                     .array(
@@ -309,9 +310,11 @@ enum JSONValue {
     case null
     case object([(String, JSONValue)])
     case array([JSONValue])
+    case bool(Bool)
 
     var text: String {
         switch self {
+        case .bool(let v): return v ? "true" : "false"
         case .int(let v): return String(v)
         case .double(let v): return v.isFinite ? String((v * 1000).rounded() / 1000) : "null"
         case .micros(let v): return v.isFinite ? String((v * 1_000_000).rounded() / 1_000_000) : "null"

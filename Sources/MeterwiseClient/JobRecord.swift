@@ -72,6 +72,13 @@ public struct JobRecord: Sendable, Codable, Hashable {
     public var seeds: [String]?
     /// A delta job's bytes to fetch, once its seeds are scanned: what its policy decisions and budgets see.
     public var deltaBytes: Int64?
+    /// A job's other URLs of the same file (docs/mirrors.md).
+    public var mirrors: [String]?
+    /// A job's Metalink file: its URL or absolute path.
+    public var metalink: String?
+    /// A job with several sources: what each delivered, and why one was dropped, as its transfer last said
+    /// (every second while it runs, and at its end); nil for a job with one source.
+    public var sources: [SourceFigures]?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -84,7 +91,7 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
         case maxSize = "max_size", interruptions, discardedBytes = "discarded_bytes"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
-        case zsync, seeds, deltaBytes = "delta_bytes"
+        case zsync, seeds, deltaBytes = "delta_bytes", mirrors, metalink, sources
     }
 
     /// The size the policy decides on: a delta job's bytes to fetch, else the server's length, else the size

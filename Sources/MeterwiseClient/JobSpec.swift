@@ -35,6 +35,14 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public var seeds: [String]?
     /// The most seeds a job may name.
     public static let maxSeeds = 16
+    /// Other URLs of the same file (docs/mirrors.md): the job fetches from all of them at once. http(s)
+    /// only, at most `maxMirrors`.
+    public var mirrors: [String]?
+    /// A Metalink file's http(s) URL or absolute path (read with the asking user's rights): its URLs, size,
+    /// hashes and piece hashes join the job's.
+    public var metalink: String?
+    /// The most mirrors a job may name.
+    public static let maxMirrors = 15
 
     /// Whether the job is a delta download.
     public var isDelta: Bool { zsync == true || zsyncURL != nil }
@@ -87,12 +95,41 @@ public struct JobSpec: Sendable, Codable, Hashable {
         if (certFile == nil) != (keyFile == nil) { return "cert_file and key_file go together: give both or neither" }
         if let proxy, proxy.utf8.count > 4096 { return "proxy is longer than 4096 bytes" }
         if let problem = deltaProblem { return problem }
+        if let problem = mirrorProblem { return problem }
         if let mode, !Self.modes.contains(mode) {
             return "mode must be background or foreground, not \"\(ShownText.escaped(mode.prefix(40)))\""
         }
         // Paths are printed in other users' terminals (root's `list`): no escape sequences, no line breaks.
         if ShownText.hasControl(destination) {
             return "destination contains control characters; rename it"
+        }
+        return nil
+    }
+
+    /// Nil when the mirror fields are within bounds; otherwise what to fix.
+    var mirrorProblem: String? {
+        let remote = { (url: String) in
+            let lower = url.lowercased()
+            return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+        }
+        if let mirrors {
+            if mirrors.count > Self.maxMirrors { return "mirrors: \(mirrors.count) given, at most \(Self.maxMirrors)" }
+            for mirror in mirrors {
+                if !remote(mirror) { return "each mirror must be an http(s) URL" }
+                if mirror.utf8.count > 16384 { return "a mirror's URL is longer than 16 KiB" }
+                if ShownText.hasControl(mirror) { return "a mirror's URL contains control characters" }
+            }
+        }
+        if let metalink {
+            if !remote(metalink), !metalink.hasPrefix("/") {
+                return "metalink must be an http(s) URL or an absolute path"
+            }
+            if metalink.utf8.count > 16384 { return "metalink is longer than 16 KiB" }
+            if ShownText.hasControl(metalink) { return "metalink contains control characters" }
+            if !remote(metalink), let area = Self.kernelArea(metalink) { return "metalink may not be under \(area)" }
+        }
+        if isDelta, !(mirrors ?? []).isEmpty || metalink != nil {
+            return "a delta (zsync) takes one URL; mirrors and metalink are for whole downloads"
         }
         return nil
     }
@@ -170,7 +207,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
         case url, destination, sha256, size, priority, tags, segments
         case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming", maxSize = "max_size"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
-        case zsync, zsyncURL = "zsync_url", seeds
+        case zsync, zsyncURL = "zsync_url", seeds, mirrors, metalink
     }
 
     /// Only `url` and `destination` are required; everything else has its default. A key this version does
@@ -205,6 +242,8 @@ public struct JobSpec: Sendable, Codable, Hashable {
         zsync = try c.decodeIfPresent(Bool.self, forKey: .zsync)
         zsyncURL = try c.decodeIfPresent(String.self, forKey: .zsyncURL)
         seeds = try c.decodeIfPresent([String].self, forKey: .seeds)
+        mirrors = try c.decodeIfPresent([String].self, forKey: .mirrors)
+        metalink = try c.decodeIfPresent(String.self, forKey: .metalink)
     }
 }
 
@@ -275,6 +314,22 @@ public struct BackgroundFigures: Sendable, Codable, Hashable {
         self.queuingDelay = queuingDelay
         self.target = target
         self.phase = phase
+    }
+}
+
+/// One source of a job with several (docs/mirrors.md).
+public struct SourceFigures: Sendable, Codable, Hashable {
+    /// The source's URL, its query redacted.
+    public var url: String
+    /// The file's bytes it delivered that are kept.
+    public var bytes: Int64
+    /// Why it was dropped; nil while it is used.
+    public var dropped: String?
+
+    public init(url: String, bytes: Int64, dropped: String?) {
+        self.url = url
+        self.bytes = bytes
+        self.dropped = dropped
     }
 }
 

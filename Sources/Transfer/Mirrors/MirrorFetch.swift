@@ -131,7 +131,10 @@ final class MirrorFetch: Sendable {
                     try? await Task.sleep(for: .milliseconds(100))
                     self.download.sink.yield(.progress(self.progress()))
                     ticks += 1
-                    if ticks % 10 == 0, self.state.withLock({ $0.recordDirty }) { try? self.saveRecord() }
+                    if ticks % 10 == 0 {
+                        if self.state.withLock({ $0.recordDirty }) { try? self.saveRecord() }
+                        self.download.sink.yield(.sources(self.reports(), final: false))
+                    }
                 }
                 return .finished
             }

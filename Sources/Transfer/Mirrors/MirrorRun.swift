@@ -154,13 +154,13 @@ struct MirrorRun: Sendable {
             end = try await fetch.run()
         } catch {
             try? fetch.saveRecord()
-            download.sink.yield(.sources(fetch.reports()))
+            download.sink.yield(.sources(fetch.reports(), final: true))
             throw error
         }
         switch end {
         case .stopped(.pause):
             try fetch.saveRecord()
-            download.sink.yield(.sources(fetch.reports()))
+            download.sink.yield(.sources(fetch.reports(), final: true))
             download.sink.yield(.paused(fetch.progress()))
             download.setPausedProgress(fetch.progress())
             return .paused
@@ -171,7 +171,7 @@ struct MirrorRun: Sendable {
         case .complete:
             break
         }
-        download.sink.yield(.sources(fetch.reports()))
+        download.sink.yield(.sources(fetch.reports(), final: true))
         return try finish(
             fetch: fetch, fd: partial.fd, set: set, total: total, resumed: resumed, directory: directory, names: names)
     }
@@ -355,8 +355,15 @@ struct MirrorRun: Sendable {
         return total
     }
 
-    /// Fetches and reads a Metalink file (at most `Metalink.maxBytes`).
+    /// Fetches and reads a Metalink file (at most `Metalink.maxBytes`); a local one (an absolute path) is read
+    /// with the identity's rights.
     func readMetalink(_ location: String) async throws(TransferError) -> Metalink {
+        if location.hasPrefix("/") {
+            let bytes = try request.identity.perform { () throws(TransferError) -> [UInt8] in
+                try Metalink.readFile(atPath: location)
+            }
+            return try Metalink.parse(bytes, source: location)
+        }
         if let problem = DownloadURL.problem(location) { throw TransferError(.invalidURL, problem + ".") }
         let answer = try await sender.get(location, range: nil, validators: nil)
         let status = Int(answer.response.status.code)

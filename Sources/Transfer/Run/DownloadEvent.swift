@@ -23,8 +23,8 @@ public enum DownloadEvent: Sendable {
     /// A delta download's stages (docs/delta.md): the seeds' scans and what is left to fetch.
     case delta(DeltaStage)
     /// The sources of a download from several (docs/mirrors.md): what each delivered, which were dropped and
-    /// why. Sent when one is dropped and when the download ends or pauses.
-    case sources([SourceReport])
+    /// why. Sent every second while it runs, and with `final` when it ends, pauses or fails.
+    case sources([SourceReport], final: Bool)
 }
 
 /// Where a delta download is before its fetch (docs/delta.md).
