@@ -49,6 +49,12 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // libxml2's pull parser, for Metalink files (imported by Transfer's MetalinkReader only).
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
         // Units (5MiB, 1h30m, 512KiB/s) and strict YAML reading with file:line:column errors.
         .target(
             name: "ConfigKit",
@@ -98,7 +104,7 @@ let package = Package(
         .target(
             name: "Transfer",
             dependencies: [
-                "CFileCalls", "CCRC32C", "CBlockSums",
+                "CFileCalls", "CCRC32C", "CBlockSums", "CLibXML2",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

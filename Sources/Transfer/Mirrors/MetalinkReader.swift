@@ -1,12 +1,8 @@
-import Foundation
+import CLibXML2
 
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
-
-/// The XMLParser delegate that builds a `Metalink` (v4 or v3) element by element, checking every value and
+/// The reader that builds a `Metalink` (v4 or v3) element by element, checking every value and
 /// every bound as it goes; the first problem stops the parser and is the error `read` throws.
-final class MetalinkReader: NSObject, XMLParserDelegate {
+final class MetalinkReader {
     /// What an open element is, from its name and its parent's role (v4 and v3 layouts both).
     private enum Role {
         case root, files, file, size, hash, verification, pieces, pieceHash, resources, url, ignored
@@ -58,6 +54,8 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
     private var textBytes = 0
     private var failure: TransferError?
     private var xmlError: (code: Int, line: Int)?
+    /// The line the parser is on.
+    private var line = 0
     private var files: [Metalink.File] = []
     private var names: Set<String> = []
     private var file: FileDraft?
@@ -70,18 +68,44 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         self.limits = limits
     }
 
-    /// Parses `bytes` (already screened by `Metalink.parse`) into its files.
+    /// Parses `bytes` (already screened by `Metalink.parse`) into its files, with libxml2's pull parser: no
+    /// network, no entity substitution, no DTD loaded, no recovery, nothing printed.
     func read(_ bytes: [UInt8]) throws(TransferError) -> [Metalink.File] {
-        // From a stream, XMLParser feeds libxml2 128 KiB at a time; handed the whole document as one chunk,
-        // libxml2 stops at 10 MB ("huge input lookup").
-        let parser = XMLParser(stream: InputStream(data: Data(bytes)))
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = self
-        let finished = parser.parse()
+        // The reader parses the buffer in place: a copy that lives as long as it does.
+        let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: max(1, bytes.count))
+        defer { buffer.deallocate() }
+        for (i, byte) in bytes.enumerated() { buffer[i] = CChar(bitPattern: byte) }
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+        guard let reader = xmlReaderForMemory(buffer.baseAddress, Int32(bytes.count), "metalink", "UTF-8", options)
+        else {
+            throw Metalink.failure(source, line: nil, "the XML parser could not start (out of memory?)")
+        }
+        defer { xmlFreeTextReader(reader) }
+        let errors = ErrorBox()
+        let box = Unmanaged.passRetained(errors)
+        defer { box.release() }
+        xmlTextReaderSetStructuredErrorHandler(
+            reader,
+            { context, error in
+                guard let context, let error else { return }
+                let box = Unmanaged<ErrorBox>.fromOpaque(context).takeUnretainedValue()
+                if box.first == nil, error.pointee.level.rawValue >= XML_ERR_ERROR.rawValue {
+                    box.first = (Int(error.pointee.code), Int(error.pointee.line))
+                }
+            }, box.toOpaque())
+        while failure == nil, xmlError == nil {
+            let step = xmlTextReaderRead(reader)
+            line = Int(xmlTextReaderGetParserLineNumber(reader))
+            if step == 0 { break }
+            guard step > 0 else {
+                xmlError = errors.first ?? (0, line)
+                break
+            }
+            visit(reader)
+        }
         if let failure { throw failure }
-        if xmlError == nil, !finished || parser.parserError != nil {
-            xmlError = ((parser.parserError as NSError?)?.code ?? 0, parser.lineNumber)
+        if let xmlError, elements == 0, xmlError.code == 4 || xmlError.code == 5 {
+            throw Metalink.failure(source, line: nil, "there is no `metalink` element")
         }
         if let xmlError {
             throw Metalink.failure(
@@ -96,85 +120,105 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         return files
     }
 
-    func parser(
-        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-        attributes: [String: String] = [:]
-    ) {
+    /// Where libxml2 reports its first error (its structured error handler's context).
+    private final class ErrorBox {
+        var first: (code: Int, line: Int)?
+    }
+
+    /// The node the reader stands on.
+    private func visit(_ reader: xmlTextReaderPtr) {
+        switch xmlTextReaderNodeType(reader) {
+        case Int32(XML_READER_TYPE_ELEMENT.rawValue):
+            let name = Self.string(xmlTextReaderConstLocalName(reader)) ?? ""
+            let namespaceURI = Self.string(xmlTextReaderConstNamespaceUri(reader))
+            let empty = xmlTextReaderIsEmptyElement(reader) == 1
+            var attributes: [String: String] = [:]
+            while xmlTextReaderMoveToNextAttribute(reader) == 1 {
+                guard xmlTextReaderIsNamespaceDecl(reader) != 1, xmlTextReaderConstNamespaceUri(reader) == nil,
+                    let key = Self.string(xmlTextReaderConstLocalName(reader))
+                else { continue }
+                attributes[key] = Self.string(xmlTextReaderConstValue(reader)) ?? ""
+            }
+            _ = xmlTextReaderMoveToElement(reader)
+            didStart(name, namespaceURI: namespaceURI, attributes: attributes)
+            if empty { didEnd() }
+        case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
+            didEnd()
+        case Int32(XML_READER_TYPE_TEXT.rawValue), Int32(XML_READER_TYPE_CDATA.rawValue),
+            Int32(XML_READER_TYPE_WHITESPACE.rawValue), Int32(XML_READER_TYPE_SIGNIFICANT_WHITESPACE.rawValue):
+            addText(Self.string(xmlTextReaderConstValue(reader)) ?? "")
+        case Int32(XML_READER_TYPE_DOCUMENT_TYPE.rawValue), Int32(XML_READER_TYPE_ENTITY_REFERENCE.rawValue),
+            Int32(XML_READER_TYPE_ENTITY.rawValue):
+            fail("a Metalink file needs no DTD; entity declarations and references are refused (an entity bomb)")
+        default:
+            break  // comments, processing instructions, the XML declaration
+        }
+    }
+
+    private static func string(_ pointer: UnsafePointer<xmlChar>?) -> String? {
+        pointer.map { String(cString: $0) }
+    }
+
+    private func didStart(_ name: String, namespaceURI: String?, attributes: [String: String]) {
         guard failure == nil, xmlError == nil else { return }
         elements += 1
         guard elements <= limits.elements else {
-            return fail(parser, "the file has more than \(limits.elements) elements")
+            return fail("the file has more than \(limits.elements) elements")
         }
         guard roles.count < limits.depth else {
-            return fail(parser, "elements are nested more than \(limits.depth) deep")
+            return fail("elements are nested more than \(limits.depth) deep")
         }
         textBytes = 0
-        guard let parent = roles.last else { return openRoot(parser, name, namespaceURI, qualifiedName) }
+        guard let parent = roles.last else { return openRoot(name, namespaceURI, nil) }
         let role = namespaceURI == namespace ? Role(name, in: parent) : .ignored
         roles.append(role)
         if role.keepsText { text = "" }
         switch role {
-        case .file: openFile(parser, attributes)
+        case .file: openFile(attributes)
         case .hash: hashKind = Metalink.HashKind(metalinkType: attributes["type"])
-        case .pieces: openPieces(parser, attributes)
-        case .pieceHash: openPieceHash(parser, attributes)
-        case .url: openURL(parser, attributes)
+        case .pieces: openPieces(attributes)
+        case .pieceHash: openPieceHash(attributes)
+        case .url: openURL(attributes)
         default: break
         }
     }
 
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+    private func didEnd() {
         guard failure == nil, xmlError == nil, let role = roles.popLast() else { return }
         textBytes = 0
         let value = role.keepsText ? Self.trimmed(text) : ""
         switch role {
-        case .size: closeSize(parser, value)
-        case .hash: closeHash(parser, value)
-        case .pieceHash: closePieceHash(parser, value)
-        case .pieces: closePieces(parser)
-        case .url: closeURL(parser, value)
-        case .file: closeFile(parser)
+        case .size: closeSize(value)
+        case .hash: closeHash(value)
+        case .pieceHash: closePieceHash(value)
+        case .pieces: closePieces()
+        case .url: closeURL(value)
+        case .file: closeFile()
         default: break
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        addText(parser, string)
-    }
-
-    func parser(_ parser: XMLParser, foundCDATA block: Data) {
-        addText(parser, String(decoding: block, as: UTF8.self))
-    }
-
-    func parser(_ parser: XMLParser, parseErrorOccurred error: any Error) {
-        guard failure == nil, xmlError == nil else { return }
-        xmlError = ((error as NSError).code, parser.lineNumber)
-        parser.abortParsing()  // rather than libxml2's recovery, which reads on
-    }
-
-    private func addText(_ parser: XMLParser, _ string: String) {
+    private func addText(_ string: String) {
         guard failure == nil, xmlError == nil else { return }
         textBytes += string.utf8.count
         guard textBytes <= limits.textBytes else {
-            return fail(parser, "an element's text is longer than the \(limits.textBytes >> 10) KiB accepted")
+            return fail("an element's text is longer than the \(limits.textBytes >> 10) KiB accepted")
         }
         if roles.last?.keepsText == true { text += string }
     }
 
-    private func fail(_ parser: XMLParser, _ what: String) {
+    private func fail(_ what: String) {
         guard failure == nil else { return }
-        failure = Metalink.failure(source, line: parser.lineNumber, what)
-        parser.abortParsing()
+        failure = Metalink.failure(source, line: line, what)
     }
 
     // MARK: - Elements
 
-    private func openRoot(_ parser: XMLParser, _ name: String, _ namespaceURI: String?, _ qualified: String?) {
+    private func openRoot(_ name: String, _ namespaceURI: String?, _ qualified: String?) {
         let namespace = namespaceURI ?? ""
         guard name == "metalink", namespace == Metalink.namespaceV4 || namespace == Metalink.namespaceV3 else {
             let inNamespace = namespace.isEmpty ? "in no namespace" : "in the namespace `\(Metalink.shown(namespace))`"
             return fail(
-                parser,
                 "the root element is `\(Metalink.shown(qualified ?? name))` \(inNamespace), not `metalink` in \(Metalink.namespaceV4) (Metalink 4) or \(Metalink.namespaceV3) (Metalink 3): this is not a Metalink file"
             )
         }
@@ -183,43 +227,42 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         roles.append(.root)
     }
 
-    private func openFile(_ parser: XMLParser, _ attributes: [String: String]) {
+    private func openFile(_ attributes: [String: String]) {
         guard files.count < limits.files else {
-            return fail(parser, "the Metalink lists more than \(limits.files) files")
+            return fail("the Metalink lists more than \(limits.files) files")
         }
         let name = attributes["name"] ?? ""
-        if let problem = Self.problem(name: name) { return fail(parser, problem) }
+        if let problem = Self.problem(name: name) { return fail(problem) }
         guard names.insert(name).inserted else {
-            return fail(parser, "two `file` elements are named `\(Metalink.shown(name))`")
+            return fail("two `file` elements are named `\(Metalink.shown(name))`")
         }
         file = FileDraft(name: name)
     }
 
-    private func closeSize(_ parser: XMLParser, _ value: String) {
-        guard file?.size == nil else { return fail(parser, "the file has more than one `size`") }
+    private func closeSize(_ value: String) {
+        guard file?.size == nil else { return fail("the file has more than one `size`") }
         guard let size = Metalink.decimal(value, max: ObjectLimits.maxBytes) else {
             return fail(
-                parser,
                 "the size `\(Metalink.shown(value))` is not a number of bytes from 0 to 1 PiB (\(ObjectLimits.maxBytes))"
             )
         }
         file?.size = size
     }
 
-    private func closeHash(_ parser: XMLParser, _ value: String) {
+    private func closeHash(_ value: String) {
         guard let kind = hashKind else { return }
         hashKind = nil
         guard let digest = Metalink.bytes(hex: value, count: kind.byteCount) else {
             return fail(
-                parser, "the \(kind.rawValue) hash `\(Metalink.shown(value))` is not \(2 * kind.byteCount) hex digits")
+                "the \(kind.rawValue) hash `\(Metalink.shown(value))` is not \(2 * kind.byteCount) hex digits")
         }
         if let known = file?.hashes[kind], known != digest {
-            return fail(parser, "the file has two different \(kind.rawValue) hashes")
+            return fail("the file has two different \(kind.rawValue) hashes")
         }
         file?.hashes[kind] = digest
     }
 
-    private func openPieces(_ parser: XMLParser, _ attributes: [String: String]) {
+    private func openPieces(_ attributes: [String: String]) {
         guard let kind = Metalink.HashKind(metalinkType: attributes["type"]) else {
             pieces = PiecesDraft(kind: nil, length: 0)
             return
@@ -227,7 +270,6 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         let text = attributes["length"] ?? ""
         guard let length = Metalink.decimal(text, max: 1 << 30), length >= 1 << 10 else {
             return fail(
-                parser,
                 "the pieces `length` `\(Metalink.shown(text))` is not a number of bytes from 1 KiB (1024) to 1 GiB (1073741824)"
             )
         }
@@ -235,7 +277,6 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
             let count = Self.pieceCount(size: size, length: length)
             guard count <= Int64(limits.pieces) else {
                 return fail(
-                    parser,
                     "pieces of \(length) bytes cut the file's \(size) bytes into \(count) pieces, more than the \(limits.pieces) accepted"
                 )
             }
@@ -243,52 +284,50 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         pieces = PiecesDraft(kind: kind, length: length)
     }
 
-    private func openPieceHash(_ parser: XMLParser, _ attributes: [String: String]) {
+    private func openPieceHash(_ attributes: [String: String]) {
         guard pieces?.kind != nil, let length = pieces?.length else { return }
         let count = (pieces?.count ?? 0) + 1
         pieces?.count = count
         guard count <= limits.pieces else {
-            return fail(parser, "the pieces have more than the \(limits.pieces) hashes accepted")
+            return fail("the pieces have more than the \(limits.pieces) hashes accepted")
         }
         if let size = file?.size, Int64(count) > Self.pieceCount(size: size, length: length) {
             let needed = Self.pieceCount(size: size, length: length)
             return fail(
-                parser, "the pieces have more hashes than the \(needed) that \(size) bytes in pieces of \(length) need")
+                "the pieces have more hashes than the \(needed) that \(size) bytes in pieces of \(length) need")
         }
         if let text = attributes["piece"] {
             guard let index = Metalink.decimal(text, max: Int64(limits.pieces) - 1) else {
-                return fail(parser, "the piece index `\(Metalink.shown(text))` is not a number below \(limits.pieces)")
+                return fail("the piece index `\(Metalink.shown(text))` is not a number below \(limits.pieces)")
             }
             pieces?.indexes.append(Int(index))
         }
     }
 
-    private func closePieceHash(_ parser: XMLParser, _ value: String) {
+    private func closePieceHash(_ value: String) {
         guard let kind = pieces?.kind else { return }
         guard let digest = Metalink.bytes(hex: value, count: kind.byteCount) else {
             return fail(
-                parser,
                 "piece hash \(pieces?.count ?? 0) `\(Metalink.shown(value))` is not \(2 * kind.byteCount) hex digits (\(kind.rawValue))"
             )
         }
         pieces?.hashes.append(digest)
     }
 
-    private func closePieces(_ parser: XMLParser) {
+    private func closePieces() {
         guard let draft = pieces else { return }
         pieces = nil
         guard let kind = draft.kind else { return }
-        guard !draft.hashes.isEmpty else { return fail(parser, "the \(kind.rawValue) pieces have no hash") }
+        guard !draft.hashes.isEmpty else { return fail("the \(kind.rawValue) pieces have no hash") }
         var hashes = draft.hashes
         if !draft.indexes.isEmpty {
             guard draft.indexes.count == hashes.count else {
-                return fail(parser, "some piece hashes have a `piece` index and some have none")
+                return fail("some piece hashes have a `piece` index and some have none")
             }
             var slots = [[UInt8]?](repeating: nil, count: hashes.count)
             for (index, digest) in zip(draft.indexes, draft.hashes) {
                 guard index < slots.count, slots[index] == nil else {
                     return fail(
-                        parser,
                         "piece index \(index) is \(index < slots.count ? "given twice" : "out of range"): the indexes of \(slots.count) piece hashes are 0 to \(slots.count - 1), each once"
                     )
                 }
@@ -297,32 +336,32 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
             hashes = slots.compactMap { $0 }
         }
         guard file?.pieces[kind] == nil else {
-            return fail(parser, "the file has two `pieces` elements of type \(kind.rawValue)")
+            return fail("the file has two `pieces` elements of type \(kind.rawValue)")
         }
         file?.pieces[kind] = Metalink.Pieces(kind: kind, length: draft.length, hashes: hashes)
     }
 
-    private func openURL(_ parser: XMLParser, _ attributes: [String: String]) {
+    private func openURL(_ attributes: [String: String]) {
         file?.urlElements += 1
         guard let count = file?.urlElements, count <= limits.urlsPerFile else {
-            return fail(parser, "the file lists more than the \(limits.urlsPerFile) URLs accepted")
+            return fail("the file lists more than the \(limits.urlsPerFile) URLs accepted")
         }
         urlAttributes = attributes
     }
 
-    private func closeURL(_ parser: XMLParser, _ url: String) {
+    private func closeURL(_ url: String) {
         // v3 lists torrents as `url type="bittorrent"`; v4 puts them in `metaurl`, which is ignored.
         if isV3, let type = urlAttributes["type"], !["http", "https"].contains(type.lowercased()) { return }
         guard Metalink.isFetchableURL(url) else { return }
         var priority: Int?
         if isV3, let text = urlAttributes["preference"] {
             guard let preference = Metalink.decimal(text, max: 100) else {
-                return fail(parser, "the url preference `\(Metalink.shown(text))` is not a number from 0 to 100")
+                return fail("the url preference `\(Metalink.shown(text))` is not a number from 0 to 100")
             }
             priority = 101 - Int(preference)
         } else if !isV3, let text = urlAttributes["priority"] {
             guard let value = Metalink.decimal(text, max: 999_999), value >= 1 else {
-                return fail(parser, "the url priority `\(Metalink.shown(text))` is not a number from 1 to 999999")
+                return fail("the url priority `\(Metalink.shown(text))` is not a number from 1 to 999999")
             }
             priority = Int(value)
         }
@@ -330,7 +369,7 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         file?.sources.append(Metalink.Source(url: url, priority: priority, location: location))
     }
 
-    private func closeFile(_ parser: XMLParser) {
+    private func closeFile() {
         guard let draft = file else { return }
         file = nil
         let pieces = draft.pieces[.sha256] ?? draft.pieces[.sha1]
@@ -338,7 +377,6 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
             let needed = Self.pieceCount(size: size, length: pieces.length)
             guard Int64(pieces.hashes.count) == needed else {
                 return fail(
-                    parser,
                     "the file `\(Metalink.shown(draft.name))` has \(pieces.hashes.count) piece hashes where \(size) bytes in pieces of \(pieces.length) need \(needed)"
                 )
             }
@@ -382,8 +420,7 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         return nil
     }
 
-    /// A few words for an XMLParser error code: libxml2's `xmlParserErrors` on Linux and Darwin alike (the
-    /// `XMLParser.ErrorCode` enum of swift-corelibs-foundation is numbered from 0, libxml2's from 1).
+    /// A few words for a libxml2 error code (`xmlParserErrors`).
     private static func describe(_ code: Int) -> String {
         let words =
             switch code {
