@@ -135,6 +135,13 @@ import Testing
         #expect(PieceRecord.decode(noCRC.encoded()) == noCRC)
     }
 
+    @Test func theDefaultPieceLengthKeepsTheBoardSmall() {
+        #expect(MirrorRun.defaultPieceLength(total: 0) == 1 << 20)
+        #expect(MirrorRun.defaultPieceLength(total: 1 << 30) == 1 << 20)
+        #expect(MirrorRun.defaultPieceLength(total: 1 << 50) == 1 << 30)
+        #expect(MirrorRun.defaultPieceLength(total: Int64.max) > 0)
+    }
+
     @Test func sourcesAreOrderedByPriority() {
         let set = MirrorSet(sources: [
             .init(url: "http://a/"), .init(url: "http://b/", priority: 5), .init(url: "http://c/", priority: 1),

@@ -278,37 +278,8 @@ struct DeltaRun: Sendable {
 
     // MARK: - Files
 
-    struct Partial {
-        var fd: Int32
-        var created: Bool
-    }
-
-    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> Partial {
-        var partial: Partial?
-        switch directory.openOwn(names.deltaPartial, writable: true) {
-        case .own(let fd): partial = Partial(fd: fd, created: false)
-        case .missing: break
-        case .untrusted(let why):
-            download.sink.yield(.warning("Not using the partial file: \(why). It is removed."))
-            try directory.remove(names.deltaPartial)
-        }
-        if partial == nil {
-            guard let fd = try directory.createIfAbsent(names.deltaPartial, mode: 0o600) else {
-                throw TransferError(
-                    .outputBusy,
-                    "\(directory.display(names.deltaPartial)) appeared meanwhile; another program writes there. Choose another path with -o."
-                )
-            }
-            partial = Partial(fd: fd, created: true)
-        }
-        guard let partial, mw_try_lock(partial.fd) == 0 else {
-            if let partial { close(partial.fd) }
-            throw TransferError(
-                .outputBusy,
-                "Another download is writing \(directory.display(names.deltaPartial)) now; wait for it to finish or choose another path with -o."
-            )
-        }
-        return partial
+    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> LockedPartial {
+        try LockedPartial.open(names.deltaPartial, in: directory, sink: download.sink)
     }
 
     /// The permission bits of the file at `name` (no set-id bits), when there is a regular file there.

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A Metalink file (RFC 5854 `.meta4`, or Metalink 3 `.metalink`): for each file, its size, digests, piece
 /// digests and the mirrors that serve it. Pure: `parse` reads bytes, refuses hostile documents before any large
 /// allocation, and says what is wrong with the line.
@@ -125,7 +123,7 @@ public struct Metalink: Sendable, Equatable {
         else { return nil }
         let end = firstIndex(of: Array("?>".utf8), in: bytes) ?? bytes.count
         let declaration = String(decoding: bytes[start..<max(start, end)], as: UTF8.self)
-        guard let key = declaration.range(of: "encoding") else { return nil }
+        guard let key = declaration.firstRange(of: "encoding") else { return nil }
         let rest = declaration[key.upperBound...].drop {
             $0 == " " || $0 == "=" || $0 == "\t" || $0 == "\r" || $0 == "\n"
         }

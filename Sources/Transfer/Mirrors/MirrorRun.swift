@@ -18,8 +18,13 @@ struct MirrorRun: Sendable {
     var request: DownloadRequest { download.request }
     var sender: RequestSender { RequestSender(download: download, client: client, forwarder: forwarder) }
 
-    /// The piece length without Metalink pieces: small enough to spread, large enough for few requests.
-    static let defaultPieceLength: Int64 = 1 << 20
+    /// The piece length without Metalink pieces: 1 MiB, small enough to spread, large enough for few requests;
+    /// doubled for very large files so there are never more than 1 Mi pieces (the board keeps a few bytes each).
+    static func defaultPieceLength(total: Int64) -> Int64 {
+        var length: Int64 = 1 << 20
+        while total / length > 1 << 20 { length <<= 1 }
+        return length
+    }
 
     func perform() async throws(TransferError) -> DownloadOutcome {
         var set = set
@@ -111,7 +116,7 @@ struct MirrorRun: Sendable {
             pieceLength = pieces.length
         } else {
             check = .crc32c
-            pieceLength = Self.defaultPieceLength
+            pieceLength = Self.defaultPieceLength(total: total)
         }
         let identity =
             set.hashes[.sha256].map { "sha-256:" + PieceRecord.hex($0) }
@@ -393,37 +398,8 @@ struct MirrorRun: Sendable {
 
     // MARK: - Files
 
-    struct Partial {
-        var fd: Int32
-        var created: Bool
-    }
-
-    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> Partial {
-        var partial: Partial?
-        switch directory.openOwn(names.mirrorPartial, writable: true) {
-        case .own(let fd): partial = Partial(fd: fd, created: false)
-        case .missing: break
-        case .untrusted(let why):
-            download.sink.yield(.warning("Not using the partial file: \(why). It is removed."))
-            try directory.remove(names.mirrorPartial)
-        }
-        if partial == nil {
-            guard let fd = try directory.createIfAbsent(names.mirrorPartial, mode: 0o600) else {
-                throw TransferError(
-                    .outputBusy,
-                    "\(directory.display(names.mirrorPartial)) appeared meanwhile; another program writes there. Choose another path with -o."
-                )
-            }
-            partial = Partial(fd: fd, created: true)
-        }
-        guard let partial, mw_try_lock(partial.fd) == 0 else {
-            if let partial { close(partial.fd) }
-            throw TransferError(
-                .outputBusy,
-                "Another download is writing \(directory.display(names.mirrorPartial)) now; wait for it to finish or choose another path with -o."
-            )
-        }
-        return partial
+    func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> LockedPartial {
+        try LockedPartial.open(names.mirrorPartial, in: directory, sink: download.sink)
     }
 }
 

@@ -44,10 +44,11 @@ struct PieceRecord: Sendable, Equatable {
         guard let total = value(1, "total").flatMap({ Int64($0) }), total >= 0, total <= ObjectLimits.maxBytes,
             let length = value(2, "piece-length").flatMap({ Int64($0) }), length > 0,
             let check = value(3, "check"), let identity = value(4, "identity"),
-            let bitsHex = value(5, "verified"), let bits = unhex(bitsHex)
+            let bitsHex = value(5, "verified")
         else { return nil }
         let count = total == 0 ? 0 : Int((total - 1) / length) + 1
-        guard bits.count == (count + 7) / 8 else { return nil }
+        // A record that is its own stays small: 4 Mi pieces at most (a Metalink file's bound).
+        guard count <= 4 << 20, let bits = Metalink.bytes(hex: bitsHex, count: (count + 7) / 8) else { return nil }
         let verified = (0..<count).map { bits[$0 / 8] & (1 << UInt8($0 % 8)) != 0 }
         var record = PieceRecord(
             total: total, pieceLength: length, check: String(check), identity: String(identity), verified: verified)
@@ -105,26 +106,5 @@ struct PieceRecord: Sendable, Equatable {
             out.append(digits[Int(b & 15)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    static func unhex(_ text: Substring) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: return c - 0x30
-            case 0x61...0x66: return c - 0x61 + 10
-            default: return nil
-            }
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count / 2)
-        var i = 0
-        while i < utf8.count {
-            guard let hi = nibble(utf8[i]), let lo = nibble(utf8[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
     }
 }

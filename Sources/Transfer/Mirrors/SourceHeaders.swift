@@ -1,5 +1,3 @@
-import Foundation
-
 /// Mirrors and digests a server announces in its response headers: RFC 6249 `Link: <url>; rel=duplicate`,
 /// RFC 3230 `Digest` and RFC 9530 `Repr-Digest`. Pure and lenient: what cannot be read is skipped.
 enum SourceHeaders {
@@ -46,14 +44,14 @@ enum SourceHeaders {
         for value in digestValues {
             for member in value.split(separator: ",") {
                 guard let equals = member.firstIndex(of: "=") else { continue }
-                let name = member[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+                let name = member[..<equals].trimmingBlanks.lowercased()
                 let kind: Metalink.HashKind? =
                     switch name {
                     case "sha-256": .sha256
                     case "sha", "sha-1": .sha1
                     default: nil
                     }
-                let encoded = member[member.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                let encoded = member[member.index(after: equals)...].trimmingBlanks
                 guard let kind, digests[kind] == nil, let bytes = base64(encoded), bytes.count == kind.byteCount
                 else { continue }
                 digests[kind] = bytes
@@ -63,10 +61,10 @@ enum SourceHeaders {
         for value in reprDigestValues {
             for member in value.split(separator: ",") {
                 guard let equals = member.firstIndex(of: "=") else { continue }
-                let key = member[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+                let key = member[..<equals].trimmingBlanks.lowercased()
                 // The value is a byte sequence `:base64:`, maybe followed by `;parameters`.
                 let item = member[member.index(after: equals)...].prefix { $0 != ";" }
-                members[key] = item.trimmingCharacters(in: .whitespaces)
+                members[key] = item.trimmingBlanks
             }
         }
         for (key, item) in members {
@@ -92,11 +90,47 @@ enum SourceHeaders {
         if Metalink.isFetchableURL(reference) { return reference }
         // Another scheme (ftp:, magnet:, ...) before any `/`, `?` or `#` makes it absolute and unusable.
         let head = reference.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !head.contains(":"), Metalink.isFetchableURL(base), let baseURL = URL(string: base),
-            let resolved = URL(string: reference, relativeTo: baseURL)?.absoluteString,
-            Metalink.isFetchableURL(resolved)
+        guard !head.contains(":"), Metalink.isFetchableURL(base),
+            let scheme = base.firstRange(of: "://")
         else { return nil }
-        return resolved
+        // The base's scheme and authority, and its path without query or fragment.
+        let afterScheme = base[scheme.upperBound...]
+        let authorityEnd = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
+        let origin = String(base[..<authorityEnd])
+        let path = afterScheme[authorityEnd...].prefix { $0 != "?" && $0 != "#" }
+        let resolved: String
+        if reference.hasPrefix("//") {
+            resolved = String(base[..<scheme.lowerBound]) + ":" + reference
+        } else if reference.hasPrefix("/") {
+            resolved = origin + reference
+        } else if reference.hasPrefix("?") || reference.hasPrefix("#") {
+            resolved = origin + path + reference
+        } else {
+            let directory = path.lastIndex(of: "/").map { path[...$0] } ?? "/"
+            resolved = origin + Self.removingDotSegments(String(directory) + reference)
+        }
+        return Metalink.isFetchableURL(resolved) ? resolved : nil
+    }
+
+    /// A path with its `.` and `..` segments applied (RFC 3986 §5.2.4), query and fragment kept as they are.
+    static func removingDotSegments(_ path: String) -> String {
+        let end = path.firstIndex { $0 == "?" || $0 == "#" } ?? path.endIndex
+        var out: [Substring] = []
+        let segments = path[..<end].split(separator: "/", omittingEmptySubsequences: false)
+        for (i, segment) in segments.enumerated() {
+            let last = i == segments.count - 1
+            switch segment {
+            case ".":
+                if last { out.append("") }
+            case "..":
+                if out.count > 1 { out.removeLast() }
+                if last { out.append("") }
+            default:
+                out.append(segment)
+            }
+        }
+        let joined = out.joined(separator: "/")
+        return (joined.hasPrefix("/") ? joined : "/" + joined) + path[end...]
     }
 
     /// Standard base64 (RFC 4648 §4), `=` padding optional, unused bits zero; nil for anything else.
@@ -220,5 +254,12 @@ private struct LinkScanner {
 
     private mutating func skip(while condition: (UInt8) -> Bool) {
         while at < bytes.count, condition(bytes[at]) { at += 1 }
+    }
+}
+
+extension StringProtocol {
+    /// Without the spaces and tabs at either end (header values' optional whitespace).
+    var trimmingBlanks: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }
