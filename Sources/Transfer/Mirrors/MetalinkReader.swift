@@ -407,7 +407,7 @@ final class MetalinkReader {
     private static func problem(name: String) -> String? {
         let shown = Metalink.shown(name)
         if name.isEmpty { return "a `file` element has no `name`" }
-        if name.contains("/") || name.contains("\\") {
+        if name.contains(where: { $0 == "/" || $0 == "\\" }) {
             return "the file name `\(shown)` has a directory in it; file names with directories are not supported"
         }
         if name.unicodeScalars.contains(where: Metalink.isControl) {

@@ -90,7 +90,7 @@ enum SourceHeaders {
         if Metalink.isFetchableURL(reference) { return reference }
         // Another scheme (ftp:, magnet:, ...) before any `/`, `?` or `#` makes it absolute and unusable.
         let head = reference.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !head.contains(":"), Metalink.isFetchableURL(base),
+        guard !head.contains(where: { $0 == ":" }), Metalink.isFetchableURL(base),
             let scheme = base.firstRange(of: "://")
         else { return nil }
         // The base's scheme and authority, and its path without query or fragment.
