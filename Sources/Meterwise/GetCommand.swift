@@ -20,7 +20,8 @@ struct GetCommand: AsyncParsableCommand {
         abstract: "Download a URL with checkpoints; run the same command again to resume.",
         discussion: """
             SIGINT and SIGTERM pause: the checkpoint is flushed and the exit code is 130 or 143. \
-            Exit codes: 0 done, 64 usage, 65 sha256 mismatch, 69 server or network failure, \
+            Exit codes: 0 done, 64 usage, 65 sha256 mismatch or a bad control or Metalink file, \
+            69 server or network failure (with several sources: every source dropped), \
             73 output exists (use --force), 74 file system error, over --max-size or not enough free space, \
             75 another download writes the same output, 76 a captive portal or proxy answered instead of the server \
             (nothing written, the partial kept), 77 a file there is not yours, 130/143 paused by a signal, \

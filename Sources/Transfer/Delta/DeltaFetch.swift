@@ -65,44 +65,14 @@ final class DeltaFetch: Sendable {
         }
     }
 
-    /// What one worker's turn ended with.
-    private enum Turn: Sendable {
-        case finished
-        case stop(Download.StopReason)
-        case failed(TransferError)
-    }
+    private typealias Turn = WorkerTurn
 
     func run(plan: DeltaPlan) async throws(TransferError) -> End {
         state.withLock { $0.queue = plan.requests(maxRanges: Self.maxRanges, maxBytes: Self.maxRequestBytes) }
         let workers = request.segmentCount(total: plan.bytesToFetch)
-        let stopSignal = download.makeStopSignal()
-        let outcome: Turn = await withTaskGroup(of: Turn.self) { group in
-            group.addTask {
-                for await reason in stopSignal { return .stop(reason) }
-                return .finished
-            }
-            group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(100))
-                    self.download.sink.yield(.progress(self.progress()))
-                }
-                return .finished
-            }
-            for _ in 0..<workers { group.addTask { await self.worker() } }
-            var left = workers
-            var result = Turn.finished
-            while left > 0, let turn = await group.next() {
-                switch turn {
-                case .finished:
-                    left -= 1
-                case .stop, .failed:
-                    result = turn
-                    left = 0
-                }
-            }
-            group.cancelAll()
-            return result
-        }
+        let outcome = await download.runWorkers(
+            workers, tick: { _ in self.download.sink.yield(.progress(self.progress())) },
+            worker: { _ in await self.worker() })
         switch outcome {
         case .finished:
             download.sink.yield(.progress(progress()))

@@ -110,51 +110,22 @@ final class MirrorFetch: Sendable {
         try record(verified, crcs).write(directory, names.pieceRecord)
     }
 
-    private enum Turn: Sendable {
-        case finished
-        case stop(Download.StopReason)
-        case failed(TransferError)
-    }
+    private typealias Turn = WorkerTurn
 
     func run() async throws(TransferError) -> End {
         if state.withLock({ $0.board.isComplete }) { return .complete }
-        let stopSignal = download.makeStopSignal()
-        let count = state.withLock { $0.sources.count }
-        let outcome: Turn = await withTaskGroup(of: Turn.self) { group in
-            group.addTask {
-                for await reason in stopSignal { return .stop(reason) }
-                return .finished
-            }
-            group.addTask {
-                var ticks = 0
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(100))
-                    self.download.sink.yield(.progress(self.progress()))
-                    ticks += 1
-                    if ticks % 10 == 0 {
-                        if self.state.withLock({ $0.recordDirty }) { try? self.saveRecord() }
-                        self.download.sink.yield(.sources(self.reports(), final: false))
-                    }
+        let perSource = connectionsPerSource
+        let count = state.withLock { $0.sources.count } * perSource
+        let outcome = await download.runWorkers(
+            count,
+            tick: { ticks in
+                self.download.sink.yield(.progress(self.progress()))
+                if ticks % 10 == 0 {
+                    if self.state.withLock({ $0.recordDirty }) { try? self.saveRecord() }
+                    self.download.sink.yield(.sources(self.reports(), final: false))
                 }
-                return .finished
-            }
-            for source in 0..<count {
-                for _ in 0..<connectionsPerSource { group.addTask { await self.worker(source) } }
-            }
-            var left = count * connectionsPerSource
-            var result = Turn.finished
-            while left > 0, let turn = await group.next() {
-                switch turn {
-                case .finished:
-                    left -= 1
-                case .stop, .failed:
-                    result = turn
-                    left = 0
-                }
-            }
-            group.cancelAll()
-            return result
-        }
+            },
+            worker: { index in await self.worker(index / perSource) })
         switch outcome {
         case .finished:
             download.sink.yield(.progress(progress()))

@@ -1,0 +1,46 @@
+/// How a worker of a delta's or a mirrored download's fetch ended its turn.
+enum WorkerTurn: Sendable {
+    case finished
+    case stop(Download.StopReason)
+    case failed(TransferError)
+}
+
+extension Download {
+    /// Runs `count` workers (`worker(i)`) beside the download's stop signal and a tick every 100 ms, until every
+    /// worker has finished, or the first stop or failure ends them all; returns that turn, or `.finished`.
+    func runWorkers(
+        _ count: Int, tick: @escaping @Sendable (_ ticks: Int) -> Void,
+        worker: @escaping @Sendable (_ index: Int) async -> WorkerTurn
+    ) async -> WorkerTurn {
+        let stopSignal = makeStopSignal()
+        return await withTaskGroup(of: WorkerTurn.self) { group in
+            group.addTask {
+                for await reason in stopSignal { return .stop(reason) }
+                return .finished
+            }
+            group.addTask {
+                var ticks = 0
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    ticks += 1
+                    tick(ticks)
+                }
+                return .finished
+            }
+            for index in 0..<count { group.addTask { await worker(index) } }
+            var left = count
+            var result = WorkerTurn.finished
+            while left > 0, let turn = await group.next() {
+                switch turn {
+                case .finished:
+                    left -= 1
+                case .stop, .failed:
+                    result = turn
+                    left = 0
+                }
+            }
+            group.cancelAll()
+            return result
+        }
+    }
+}
