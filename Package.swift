@@ -238,6 +238,7 @@ let package = Package(
             dependencies: [
                 "Transfer", "RangeServer", "TestSupport", "CBlockSums",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "EngineTests",

@@ -152,6 +152,7 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         ProcessMemory.releaseStartupPages()
         var request = DownloadRequest(url: url, destination: output ?? OutputName.from(url: url) ?? "")
+        request.followMetalink = !sources.noFollowMetalink
         do throws(TransferError) {
             if let (set, name) = try sources.mirrorSet(urls: urls) {
                 request.mirrors = set

@@ -15,6 +15,11 @@ struct MirrorOptions: ParsableArguments {
             valueName: "file|url"))
     var metalink: String?
 
+    @Flag(
+        name: .customLong("no-follow-metalink"),
+        help: "Save a Metalink file a server answers with, rather than download the file it describes.")
+    var noFollowMetalink = false
+
     /// Whether `metalink` names a URL to fetch rather than a file.
     var metalinkIsRemote: Bool {
         guard let metalink else { return false }

@@ -96,6 +96,11 @@ import Testing
             "hex"
         ),
         (
+            "bidi",
+            "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"evil\u{202E}gnp.exe\"><size>1</size><url>http://127.0.0.1:9/a</url></file></metalink>",
+            "invisible"
+        ),
+        (
             "pieces",
             "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a\"><size>1125899906842624</size><pieces length=\"1024\" type=\"sha-256\"><hash>\(String(repeating: "0", count: 64))</hash></pieces><url>http://127.0.0.1:9/a</url></file></metalink>",
             "piece"

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import RangeServer
 import TestSupport
 import Testing
 
@@ -250,5 +251,113 @@ struct MirrorTests {
         }
         let log = (try? String(contentsOfFile: b.prefix + "/logs/access.log", encoding: .utf8)) ?? ""
         #expect(log.contains("GET /f.bin "), "the duplicate was asked")
+    }
+
+    @Test func aResumeAfterTheFileChangedOnTheMirrorsStartsOverWithoutPieceHashes() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 1m;", 1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+            var set = m.set(pieces: false)
+            set.hashes = [:]
+            set.size = nil
+            let request = m.request(set)
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+            #expect(first == .paused)
+            // The file changes on every mirror (same length, new bytes, new ETag).
+            var changed = Self.content
+            for i in stride(from: 0, to: changed.count, by: 4096) { changed[i] ^= 0x77 }
+            for server in m.servers {
+                _ = FileManager.default.createFile(atPath: server.root + "/f.bin", contents: Data(changed))
+            }
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(second.result?.resumedBytes == 0)
+            #expect(Fixture.sha256(file: m.destination) == Fixture.sha256(bytes: changed))
+            #expect(
+                events.contains {
+                    if case .warning(let w) = $0 { return w.contains("another version") } else { return false }
+                })
+        }
+    }
+
+    @Test func anIdleFastMirrorTakesTheSpanOfAVerySlowOne() async throws {
+        // Mirror 0 at 2 KiB/s: its first 1 MiB piece would take over eight minutes; the others are local and fast.
+        try await Self.withMirrors(locations: [0: "limit_rate 2k;"]) { m in
+            var set = m.set()
+            set.sources = [MirrorSet.Source(url: m.url(0)), MirrorSet.Source(url: m.url(1))]
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: m.request(set)))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(m.sent(0) < 256 << 10, "the slow mirror sent \(m.sent(0))")
+        }
+    }
+
+    @Test func theDigestMostSourcesGiveWinsOverALiar() async throws {
+        let right = Data(SHA256.hash(data: Self.content)).base64EncodedString()
+        let wrong = Data(repeating: 3, count: 32).base64EncodedString()
+        let header = { (d: String) in "add_header Repr-Digest 'sha-256=:\(d):';" }
+        try await Self.withMirrors(locations: [0: header(wrong), 1: header(right), 2: header(right)]) { m in
+            var set = m.set(pieces: false)
+            set.hashes = [:]
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: m.request(set)))
+            #expect(outcome.result?.sha256 == m.sha)
+            let warnings = events.compactMap { event -> String? in
+                if case .warning(let text) = event { return text }
+                return nil
+            }
+            #expect(warnings.contains { $0.contains(m.url(0)) && $0.contains("digest header") }, "\(warnings)")
+        }
+    }
+
+    @Test func theFirstSourcesThatAnswerAreUsedWhenManyAreDead() async throws {
+        try await Self.withMirrors { m in
+            var set = m.set(pieces: false)
+            var dead: [MirrorSet.Source] = []
+            for _ in 0..<MirrorSet.maxSources {
+                dead.append(MirrorSet.Source(url: "http://127.0.0.1:\(try Nginx.freePort())/f.bin"))
+            }
+            set.sources = dead + [MirrorSet.Source(url: m.url(1))]
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: m.request(set)))
+            #expect(outcome.result?.sha256 == m.sha)
+        }
+    }
+
+    @Test func aFileLargerThanTheFreeSpaceIsRefusedBeforeAnyByte() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let huge = RangeContent.generated(size: 1 << 50, seed: 5)
+        let a = try await RangeServer.start(content: huge)
+        let b = try await RangeServer.start(content: huge)
+        var request = DownloadRequest(url: a.url("/x"), destination: fixture.path("x"))
+        request.mirrors = MirrorSet(sources: [MirrorSet.Source(url: a.url("/x")), MirrorSet.Source(url: b.url("/x"))])
+        do {
+            _ = try await Fixture.runCollecting(Download(request: request))
+            Issue.record("a 1 PiB file was taken")
+        } catch let error as TransferError {
+            #expect(error.code == .tooLarge, "\(error)")
+        }
+        try await a.shutdown()
+        try await b.shutdown()
+        #expect(!Fixture.exists(fixture.path("x.mirror-part")))
+    }
+
+    @Test func aServerThatAnswersWithAMetalinkFileIsFollowed() async throws {
+        try await Self.withMirrors(locations: [0: "types { application/metalink4+xml meta4; }"]) { m in
+            let hex = { (d: [UInt8]) in d.map { String(format: "%02x", $0) }.joined() }
+            let meta4 = """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="f.bin"><size>\(Self.size)</size>
+                <hash type="sha-256">\(hex(Array(SHA256.hash(data: Self.content))))</hash>
+                <url priority="1">\(m.url(1))</url><url priority="2">\(m.url(2))</url></file></metalink>
+                """
+            _ = FileManager.default.createFile(atPath: m.servers[0].root + "/f.meta4", contents: Data(meta4.utf8))
+            var request = DownloadRequest(url: m.servers[0].url("/f.meta4"), destination: m.destination)
+            request.computeSHA256 = true
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(Self.sources(events).map(\.url).sorted() == [m.url(1), m.url(2)].sorted())
+            #expect(!Fixture.exists(m.destination + ".part"))
+            // Asked not to follow, the Metalink file itself is saved.
+            request.followMetalink = false
+            request.destination = m.fixture.path("saved.meta4")
+            let (saved, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(saved.result?.totalBytes == Int64(meta4.utf8.count))
+        }
     }
 }

@@ -393,7 +393,7 @@ struct RateEstimate {
     /// deliver its share in less than one window).
     var estimate: Double {
         if perSecond > 0 { return perSecond }
-        guard let windowStart, let lastAt, lastAt - windowStart >= .milliseconds(20) else { return 0 }
+        guard let windowStart, let lastAt, lastAt > windowStart else { return 0 }
         return Double(bytes) / (lastAt - windowStart).secondsDouble
     }
 

@@ -413,6 +413,11 @@ final class MetalinkReader {
         if name.unicodeScalars.contains(where: Metalink.isControl) {
             return "the file name `\(shown)` has a control character in it"
         }
+        // Bidirectional overrides and other invisible format characters make `evil\u{202E}gnp.exe` show as a .png.
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .format }) {
+            return
+                "the file name `\(shown)` has an invisible formatting character (such as a bidirectional override) in it"
+        }
         if name.hasPrefix(".") {
             return "the file name `\(shown)` starts with a dot (`.`, `..` and hidden files are refused)"
         }

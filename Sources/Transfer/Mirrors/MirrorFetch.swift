@@ -170,7 +170,8 @@ final class MirrorFetch: Sendable {
             var rates: [Int: Double] = [:]
             for (i, src) in s.sources.enumerated() {
                 let fresh = src.lastByte.map { now - $0 < .seconds(2) } ?? false
-                rates[i] = fresh ? src.rate.estimate : 0
+                // A source's own rate is what it can do (it may be idle now); another's counts only while it delivers.
+                rates[i] = fresh || i == source ? src.rate.estimate : 0
             }
             if let stolen = s.board.steal(source: source, rates: rates, now: now) {
                 return .span(id: stolen.id, range: stolen.range)

@@ -44,17 +44,12 @@ struct MirrorRun: Sendable {
             set.add(given)
         }
         var usable: [MirrorSet.Source] = []
-        for source in set.sources {
+        for source in set.sources where !usable.contains(where: { $0.url == source.url }) {
             if let problem = DownloadURL.problem(source.url) {
                 download.sink.yield(.warning("Not using \(RedactedURL.redact(source.url)): \(problem)."))
             } else {
                 usable.append(source)
             }
-        }
-        if usable.count > MirrorSet.maxSources {
-            download.sink.yield(
-                .warning("Using the first \(MirrorSet.maxSources) of \(usable.count) sources."))
-            usable = Array(usable.prefix(MirrorSet.maxSources))
         }
         guard !usable.isEmpty else {
             throw TransferError(.noSources, "No source of the file can be used; give at least one http(s) URL.")
@@ -68,23 +63,41 @@ struct MirrorRun: Sendable {
         }
         try directory.checkWritable()
 
-        // Which sources agree on the file.
-        var sources = await probe(usable)
-        let known = Set(sources.map(\.url))
-        let duplicates = sources.flatMap(\.duplicates).filter { !known.contains($0.url) }
-        if !duplicates.isEmpty, sources.count < MirrorSet.maxSources {
+        // Which sources agree on the file: the first `maxSources` that answer, of at most four times as many.
+        var sources: [Probe] = []
+        var next = 0
+        while next < usable.count, next < 4 * MirrorSet.maxSources,
+            sources.filter({ $0.problem == nil }).count < MirrorSet.maxSources
+        {
+            let batch = Array(usable[next..<min(usable.count, next + MirrorSet.maxSources)])
+            next += batch.count
+            sources += await probe(batch)
+        }
+        if next < usable.count {
+            download.sink.yield(
+                .warning("Using \(next) of the \(usable.count) sources given (the first that answered)."))
+        }
+        let known = Set(sources.map(\.url) + usable.map(\.url))
+        let duplicates = sources.flatMap { probe in
+            // A duplicate never goes from https to http: the server's word does not lower the download's security.
+            probe.duplicates.filter {
+                !probe.url.lowercased().hasPrefix("https://") || $0.url.lowercased().hasPrefix("https://")
+            }
+        }.filter { !known.contains($0.url) }
+        let answered = sources.filter { $0.problem == nil }.count
+        if !duplicates.isEmpty, answered < MirrorSet.maxSources {
             var extra: [MirrorSet.Source] = []
             for d in duplicates where !extra.contains(where: { $0.url == d.url }) && DownloadURL.problem(d.url) == nil {
                 extra.append(MirrorSet.Source(url: d.url, priority: d.priority, location: d.location))
             }
-            sources += await probe(Array(extra.prefix(MirrorSet.maxSources - sources.count)))
+            sources += await probe(Array(extra.prefix(MirrorSet.maxSources - answered)))
         }
-        let total = try agree(&sources, size: set.size)
+        let total = try agree(&sources, size: set.size, hashes: set.hashes)
         for (kind, digest) in sources.compactMap({ $0.problem == nil ? $0.digests : nil }).flatMap({ $0 })
         where set.hashes[kind] == nil {
             set.hashes[kind] = digest
         }
-        let live = sources.filter { $0.problem == nil }
+        let live = Array(sources.filter { $0.problem == nil }.prefix(MirrorSet.maxSources))
         for dropped in sources where dropped.problem != nil {
             download.sink.yield(.warning("Not using \(dropped.display): \(dropped.problem ?? "")."))
         }
@@ -94,10 +107,6 @@ struct MirrorRun: Sendable {
                 "No source answered for the file: "
                     + sources.map { "\($0.display): \($0.problem ?? "")" }.joined(separator: "; ")
                     + ". Check the URLs, or try again later.")
-        }
-        if let max = request.maxSize, total > max {
-            throw TransferError(
-                .tooLarge, "The file has \(total) bytes, more than the limit of \(max); raise --max-size to fetch it.")
         }
         if let admit = request.admitTotal, !(await admit(total)) { return .paused }
 
@@ -125,7 +134,37 @@ struct MirrorRun: Sendable {
         defer { close(partial.fd) }
         var verified: [Bool] = []
         var crcs: [UInt32] = []
-        if !partial.created, let record = PieceRecord.read(directory, names.pieceRecord), record.total == total,
+        let validators = Dictionary(
+            live.map { ($0.url, Self.validatorText($0.validators)) }, uniquingKeysWith: { (a: String, _: String) in a })
+        var record = partial.created ? nil : PieceRecord.read(directory, names.pieceRecord)
+        if let found = record, found.total == total, found.pieceLength == pieceLength, found.check == check.name,
+            found.identity == identity, case .crc32c = check
+        {
+            // Without piece hashes the pieces are the sources' bytes: a source that says another version now, or
+            // no source of the earlier run answering, means the partial cannot be trusted.
+            let known = live.filter { found.sources[$0.url] != nil }
+            let changed = known.first { found.sources[$0.url] != validators[$0.url] }
+            if let changed {
+                download.sink.yield(
+                    .warning(
+                        "\(changed.display) has another version of the file than the partial came from (its ETag or Last-Modified changed): starting over."
+                    ))
+                record = nil
+            } else if known.isEmpty {
+                download.sink.yield(
+                    .warning(
+                        "No source of the earlier run answered, and without piece hashes the partial cannot be checked: starting over."
+                    ))
+                record = nil
+            }
+        }
+        // The space the rest needs, as a single-source download checks it.
+        let have = record.map { r in r.total == total ? Int64(r.verified.filter { $0 }.count) * pieceLength : 0 } ?? 0
+        if let problem = DownloadRun.admissionProblem(request, total: total, have: min(total, have)) {
+            if partial.created { try? directory.remove(names.mirrorPartial) }
+            throw problem
+        }
+        if !partial.created, let record, record.total == total,
             record.pieceLength == pieceLength, record.check == check.name, record.identity == identity
         {
             (verified, crcs) = recheck(record, fd: partial.fd, check: check)
@@ -151,7 +190,7 @@ struct MirrorRun: Sendable {
             record: { verified, crcs in
                 PieceRecord(
                     total: total, pieceLength: pieceLength, check: check.name, identity: identity, verified: verified,
-                    crcs: crcs)
+                    crcs: crcs, sources: validators)
             }, directory: directory, names: names, resumed: resumed)
         download.sink.yield(.started(totalBytes: total, resumedBytes: resumed, segments: fetch.workerCount))
         let end: MirrorFetch.End
@@ -224,7 +263,7 @@ struct MirrorRun: Sendable {
             throw TransferError(
                 .checksumMismatch,
                 "The assembled file is not the one asked for: " + wrong.joined(separator: "; ")
-                    + ". The partial file was removed; check the checksum, or the Metalink file describes another file."
+                    + ". The partial file was removed; check the checksum, the sources or the Metalink file."
             )
         }
         guard fdatasync(fd) == 0 else { throw FileIO.error("write \(directory.display(names.mirrorPartial))") }
@@ -264,6 +303,9 @@ struct MirrorRun: Sendable {
     }
 
     // MARK: - Sources
+
+    /// A source's validators as its record keeps them.
+    static func validatorText(_ v: Validators) -> String { "\(v.etag ?? "")\t\(v.lastModified ?? "")" }
 
     /// What the first-byte request of one source found.
     struct Probe: Sendable {
@@ -336,7 +378,9 @@ struct MirrorRun: Sendable {
 
     /// The file's length: the Metalink file's, else the one most sources give (the first source's on a tie).
     /// A source that says another length, or whose digest headers name another file, is marked with why.
-    func agree(_ sources: inout [Probe], size: Int64?) throws(TransferError) -> Int64 {
+    func agree(_ sources: inout [Probe], size: Int64?, hashes: [Metalink.HashKind: [UInt8]] = [:])
+        throws(TransferError) -> Int64
+    {
         var counts: [Int64: Int] = [:]
         for s in sources where s.problem == nil { if let t = s.total { counts[t, default: 0] += 1 } }
         let first = sources.first { $0.problem == nil && $0.total != nil }?.total
@@ -350,18 +394,27 @@ struct MirrorRun: Sendable {
                     + sources.map { "\($0.display): \($0.problem ?? "no length")" }.joined(separator: "; ")
                     + ". Check the URLs, or try again later.")
         }
-        var digests: [Metalink.HashKind: [UInt8]] = [:]
         for i in sources.indices where sources[i].problem == nil {
             if let t = sources[i].total, t != total {
                 sources[i].problem =
                     "it has \(t) bytes where \(size == nil ? "the other sources have" : "the Metalink file says") \(total)"
-                continue
             }
-            for (kind, digest) in sources[i].digests {
-                if let other = digests[kind], other != digest {
-                    sources[i].problem = "its \(kind.rawValue) digest header names another file than the others'"
-                } else {
-                    digests[kind] = digest
+        }
+        // Digest headers: the Metalink file's digest decides, else the one most sources give; on a tie nobody
+        // is believed (and the digest is not used).
+        for kind in Metalink.HashKind.allCases {
+            var votes: [[UInt8]: Int] = [:]
+            for s in sources where s.problem == nil { if let d = s.digests[kind] { votes[d, default: 0] += 1 } }
+            let best = votes.max { $0.value < $1.value }
+            let tie = best.map { b in votes.filter { $0.value == b.value }.count > 1 } ?? false
+            let expected = hashes[kind] ?? (tie ? nil : best?.key)
+            for i in sources.indices where sources[i].problem == nil {
+                guard let d = sources[i].digests[kind] else { continue }
+                if let expected, d != expected {
+                    sources[i].problem =
+                        "its \(kind.rawValue) digest header names another file than \(hashes[kind] == nil ? "most sources'" : "the Metalink file's")"
+                } else if expected == nil {
+                    sources[i].digests[kind] = nil
                 }
             }
         }

@@ -19,6 +19,9 @@ struct PieceRecord: Sendable, Equatable {
     var verified: [Bool]
     /// Per piece, the CRC-32C recorded when the check is `crc32c` (0 for pieces not verified); empty otherwise.
     var crcs: [UInt32] = []
+    /// Each source's validator when the record was written (URL → `etag` and `last-modified`, "" for none): a
+    /// resumed run without piece hashes starts over when a source says the file changed.
+    var sources: [String: String] = [:]
 
     func encoded() -> [UInt8] {
         var text = "\(Self.magic)\ntotal \(total)\npiece-length \(pieceLength)\ncheck \(check)\nidentity \(identity)\n"
@@ -27,6 +30,10 @@ struct PieceRecord: Sendable, Equatable {
         text += "verified " + Self.hex(bits) + "\n"
         if !crcs.isEmpty {
             text += "crc32c " + crcs.map { CRC32C.hex($0) }.joined() + "\n"
+        }
+        for (url, validator) in sources.sorted(by: { $0.key < $1.key })
+        where !url.utf8.contains(where: { $0 < 0x20 }) && !validator.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 }) {
+            text += "source \(url)\t\(validator)\n"
         }
         return Array(text.utf8)
     }
@@ -52,6 +59,11 @@ struct PieceRecord: Sendable, Equatable {
         let verified = (0..<count).map { bits[$0 / 8] & (1 << UInt8($0 % 8)) != 0 }
         var record = PieceRecord(
             total: total, pieceLength: length, check: String(check), identity: String(identity), verified: verified)
+        for line in lines.dropFirst(6) where line.hasPrefix("source ") {
+            let rest = line.dropFirst("source ".count)
+            guard let tab = rest.firstIndex(of: "\t") else { return nil }
+            record.sources[String(rest[..<tab])] = String(rest[rest.index(after: tab)...])
+        }
         if let crcHex = value(6, "crc32c") {
             guard crcHex.utf8.count == count * 8 else { return nil }
             let digits = Array(crcHex.utf8)

@@ -230,8 +230,18 @@ public final class Download: Sendable {
             if let delta {
                 result = .success(delta)
             } else {
-                result = .success(
-                    try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
+                do throws(TransferError) {
+                    result = .success(
+                        try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
+                } catch {
+                    // The server answered with a Metalink file: the download is one from its sources.
+                    guard let answer = error.cause as? MetalinkAnswer else { throw error }
+                    removeEmptyPartial()
+                    sink.yield(.warning("The server answered with a Metalink file; downloading from its sources."))
+                    let set = MirrorSet(sources: [], metalinkURL: answer.url)
+                    result = .success(
+                        try await MirrorRun(download: self, client: client, forwarder: forwarder, set: set).perform())
+                }
             }
         } catch {
             result = .failure(error)

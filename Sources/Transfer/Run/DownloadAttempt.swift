@@ -358,6 +358,17 @@ extension DownloadRun {
                     return .end(.failed(error))
                 }
             case .body(let offset, let length, let total, let validators):
+                // A mirror system's answer (MirrorBrain, MirrorCache): a Metalink file describing the object. The
+                // download becomes one from its sources (docs/mirrors.md); nothing of it is written.
+                if request.followMetalink, request.mirrors == nil, !hasLocalData, offset == 0,
+                    MetalinkAnswer.isMetalink(contentType: head.contentType)
+                {
+                    return .end(
+                        .failed(
+                            TransferError(
+                                .metalink, "The server answered with a Metalink file.", cause: MetalinkAnswer(url: url))
+                        ))
+                }
                 if let total, board.takeAdmission() {
                     if let failure = admissionProblem(total: total, have: board.counters.done) {
                         return .end(.failed(failure))
@@ -422,6 +433,12 @@ extension DownloadRun {
     /// Nil when an object of `total` bytes may be downloaded here; otherwise why not: over the maximum
     /// size, or more than the free space (with how much is missing).
     func admissionProblem(total: Int64, have: Int64) -> TransferError? {
+        Self.admissionProblem(request, total: total, have: have)
+    }
+
+    /// Why an object of `total` bytes cannot be taken when `have` of them are on disk: over the size limit, or
+    /// more than the free space.
+    static func admissionProblem(_ request: DownloadRequest, total: Int64, have: Int64) -> TransferError? {
         let limit = request.maxSize ?? ObjectLimits.maxBytes
         if total > limit {
             return TransferError(

@@ -77,6 +77,10 @@ public struct DownloadRequest: Sendable {
     /// A download from several sources (docs/mirrors.md): `url` is one of them, `mirrors` lists them all with
     /// what identifies the file. Nil: one source, `url`.
     public var mirrors: MirrorSet?
+    /// A server that answers with a Metalink file (`application/metalink4+xml`, `application/metalink+xml`) is
+    /// read as the list of the object's sources, as `--metalink URL` would (docs/mirrors.md). False saves the
+    /// Metalink file itself.
+    public var followMetalink = true
     /// Which proxy requests go through (none by default; `get` reads the environment).
     public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link

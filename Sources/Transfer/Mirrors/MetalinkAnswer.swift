@@ -1,0 +1,15 @@
+/// A server answered a download's first request with a Metalink file (a mirror system's redirector): carried as
+/// the cause of the error that ends the single-source run, so the download goes on from the file's sources.
+struct MetalinkAnswer: Error, Sendable {
+    /// Where the Metalink file came from (after redirects).
+    var url: String
+
+    /// Whether a `Content-Type` names a Metalink file (RFC 5854's `application/metalink4+xml`, or Metalink 3's
+    /// `application/metalink+xml`), parameters aside.
+    static func isMetalink(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let type = contentType.split(separator: ";", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+        let bare = type.filter { $0 != " " && $0 != "\t" }
+        return bare == "application/metalink4+xml" || bare == "application/metalink+xml"
+    }
+}
