@@ -155,7 +155,7 @@ def show(results, size_mib, rate_mib, slow_kib, corrupt_at, kill_at, bad_mirror)
     by = {(r["scenario"], r["tool"]): r for r in rows if r["scenario"] != "hostile"}
     labels = {
         "speed": "3 mirrors", "kill": f"B killed at {float(kill_at):.0%}", "corrupt": f"{bad_mirror} has a bad piece",
-        "two": "A + B only", "slow": f"A + B + C at {slow_kib} KiB/s",
+        "two": "A + B only", "slow": f"A + B + C at {slow_kib} KiB/s", "https": "3 mirrors, https",
     }
     main = [r for r in rows if r["scenario"] != "hostile"]
     if main:
@@ -182,7 +182,11 @@ def show(results, size_mib, rate_mib, slow_kib, corrupt_at, kill_at, bad_mirror)
               "Bodies sent: the response bodies of all mirrors, what nginx wrote to its sockets (a client that closes "
               "a connection early leaves what its socket buffers held unread). Delivered: what the mirrors' htb classes "
               "let through to the client, TCP/IP and HTTP headers included (~0.1 %; namespace runs only). "
-              "Fetched − file: delivered when there, else bodies. Failed rows' first error line:")
+              "Fetched − file: delivered when there, else bodies.", end=" ")
+        if any(r["scenario"] == "https" for r in main):
+            print("Over https, sent and bodies are what nginx handed to TLS; delivered includes the TLS records' "
+                  "framing and the handshakes.", end=" ")
+        print("Failed rows' first error line:")
         for r in main:
             if r.get("error"):
                 print(f"- {labels.get(r['scenario'])}, {TOOLS[r['tool']]}: `{r['error'].replace('`', chr(39))}`")
@@ -338,6 +342,17 @@ def goals(rows, by, size):
             goal(f"speed ({TOOLS[tool]} for meterwise): wall ≤ 1.05 × aria2c's best ({best:.2f} s)", ["speed"], tool,
                  lambda rs: f"{rs['speed']['wall']:.2f} s",
                  lambda rs: ok(rs["speed"]) and rs["speed"].get("sha_ok") and rs["speed"]["wall"] <= 1.05 * best)
+    # https: both goals of speed on one line, against aria2c's best https row.
+    best_tls = min((x["wall"] for x in (by.get(("https", t)) for t in arias) if x and ok(x) and x.get("sha_ok")), default=None)
+    for tool in ("mw-urls", "mw-meta4"):
+        against = f"{best_tls:.2f} s" if best_tls is not None else "no aria2c row succeeded: ideal only"
+        goal(f"https ({TOOLS[tool]} --cacert CA for meterwise): wall ≤ 1.10 × ideal, ≤ 1.05 × aria2c's best ({against})",
+             ["https"], tool,
+             lambda rs: f"{rs['https']['wall']:.2f} s, {rs['https']['wall'] / float(rs['https']['ideal']):.2f}× ideal"
+                        + (f", {rs['https']['wall'] / best_tls:.2f}× aria2c's best" if best_tls is not None else ""),
+             lambda rs: ok(rs["https"]) and rs["https"].get("sha_ok") and rs["https"]["wall"] <= 1.10 * float(rs["https"]["ideal"])
+                        and (best_tls is None or rs["https"]["wall"] <= 1.05 * best_tls))
+
     def kill_text(rs):
         r = rs["kill"]
         if "kill_at" not in r:

@@ -16,7 +16,7 @@
 #
 # Scenarios (SCENARIOS picks them), each with meterwise and `aria2c -M -x3 -s3 --min-split-size=1M` (aria2c's
 # best for three mirrors), and aria2c with its defaults in the scenarios ARIA_DEFAULTS_IN lists (speed: its
-# defaults open one connection to one mirror, 32 s per row at 128 MiB; all five scenarios with it take ~7 min):
+# defaults open one connection to one mirror, 32 s per row at 128 MiB; all six scenarios with it take ~8 min):
 #   speed    all three mirrors at RATE_MIB: ideal SIZE / (3 x RATE) (10.7 s for 128 MiB at 4 MiB/s).
 #            Rows: `meterwise get A B C -o OUT`, `meterwise get --metalink big.meta4 -o OUT`, `aria2c -M`
 #            with its defaults (which here open one connection, to one of the mirrors) and `aria2c -x3 -s3
@@ -34,6 +34,14 @@
 #            into the middle of the longest range that mirror did send; if still untested, it says so.
 #   slow     two rows per tool: A and B only (a .meta4 with two URLs), then A, B and C with C at SLOW_KIB
 #            KiB/s: the second's wall time against the first's (goal: within 10 %).
+#   https    speed over TLS: each mirror's nginx also listens on a second port with `ssl` (same root, same
+#            access log, the same htb class: the RATE_MIB is the mirror's, whichever port), a certificate for
+#            127.0.0.1 (subjectAltName IP) from a CA made for the run (bench_tls_ca in bench/lib.sh, in
+#            WORK/tls), and https.meta4 with the three https URLs. Rows: `meterwise get --cacert CA A B C -o
+#            OUT`, `meterwise get --cacert CA --metalink https.meta4 -o OUT` and `aria2c -M https.meta4
+#            --ca-certificate=CA -x3 -s3 --min-split-size=1M` (its defaults too if ARIA_DEFAULTS_IN has https).
+#            Sent / bodies are what nginx handed to TLS; delivered (htb) includes the TLS records' framing and
+#            the handshakes. Needs openssl (without it the scenario is left out, said so).
 #   hostile  meterwise and aria2c on hostile .meta4 files (1 PiB in 1 KiB pieces = 2^40 pieces; 1 TiB in
 #            1 KiB pieces = 2^30; <size>99999999999999999999</size>; bad hex in one piece hash; a billion
 #            laughs); their URLs point at a closed port. Exit code, time, peak RSS, stderr's first line.
@@ -47,11 +55,11 @@
 # OUT/mirrors-results.jsonl.
 # Usage: BIN=/path/to/meterwise bash bench/mirrors/run.sh   (root for the namespace; without BIN the release
 #        build is built). Env: SIZE_MIB (128), RATE_MIB (4), KILL_AT (0.5), CORRUPT_AT_MIB (40),
-#        CORRUPT_MIRROR (A), CORRUPT_TRIES (3), SLOW_KIB (100), SCENARIOS ("speed kill corrupt slow hostile"), ARIA_DEFAULTS_IN
-#        ("speed"; "speed kill corrupt slow" for all), SHAPING (tc; nginx: limit_rate per connection), CALIBRATE (1),
-#        HOSTILE_TIMEOUT (5), MEMCAP_MIB (2048), MW_OPTS (more options for every `meterwise get`,
-#        word-split), OUT (bench/out), KEEP (1: keep the run's directory: logs, each row's output; not the
-#        data).
+#        CORRUPT_MIRROR (A), CORRUPT_TRIES (3), SLOW_KIB (100), SCENARIOS ("speed kill corrupt slow https
+#        hostile"), ARIA_DEFAULTS_IN ("speed"; "speed kill corrupt slow https" for all), SHAPING (tc; nginx:
+#        limit_rate per connection), CALIBRATE (1), HOSTILE_TIMEOUT (5), MEMCAP_MIB (2048), MW_OPTS (more
+#        options for every `meterwise get`, word-split), OUT (bench/out), KEEP (1: keep the run's directory:
+#        logs, each row's output; not the data).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE="$ROOT/bench/mirrors"
@@ -62,7 +70,7 @@ CORRUPT_AT_MIB=${CORRUPT_AT_MIB:-40}
 CORRUPT_MIRROR=${CORRUPT_MIRROR:-A}
 CORRUPT_TRIES=${CORRUPT_TRIES:-3}
 SLOW_KIB=${SLOW_KIB:-100}
-SCENARIOS=${SCENARIOS:-speed kill corrupt slow hostile}
+SCENARIOS=${SCENARIOS:-speed kill corrupt slow https hostile}
 ARIA_DEFAULTS_IN=${ARIA_DEFAULTS_IN:-speed}
 SHAPING=${SHAPING:-tc}
 CALIBRATE=${CALIBRATE:-1}
@@ -164,36 +172,62 @@ trap 'exit 130' INT
 trap 'exit 129' HUP
 mkdir -p "$WORK/data" "$WORK/hostile" "$WORK/rows" "$OUT"
 
+# HTTPS (the https scenario): a second port per mirror with TLS, its certificate from a CA made for this run.
+TLS=0
+if [[ " $SCENARIOS " == *" https "* ]]; then
+    if need openssl; then
+        TLS=1
+        mkdir -p "$WORK/tls"
+        bench_tls_ca "$WORK/tls"
+        CA="$WORK/tls/ca.pem"
+    else
+        echo "bench/mirrors: openssl is missing (apt-get install openssl): the https scenario is left out" >&2
+        SCENARIOS=$(echo " $SCENARIOS " | sed 's/ https / /g')
+    fi
+fi
+
 SIZE=$((SIZE_MIB << 20))
 if [ "$CORRUPT_AT_MIB" -ge "$SIZE_MIB" ]; then CORRUPT_AT_MIB=$((SIZE_MIB * 5 / 16)); fi
 echo "writing a $SIZE_MIB MiB random file, its .meta4 files and the hostile ones ..." >&2
 SHA=$(python3 "$HERE/make_meta4.py" data "$WORK/data/big.bin" "$SIZE")
 chmod 644 "$WORK/data/"*
 
-declare -A PORT
+declare -A PORT TPORT
 for m in A B C; do PORT[$m]=$(bench_free_port); done
+if [ "$TLS" = 1 ]; then for m in A B C; do TPORT[$m]=$(bench_free_port); done; fi
+# The ports whose connections a row waits to see closed (drive.py idle): the TLS ones too.
+IDLE_PORTS=("${PORT[@]}" "${TPORT[@]}")
 CLOSED_PORT=$(bench_free_port) # nothing listens there: the hostile files' URLs
 url() { echo "http://127.0.0.1:${PORT[$1]}/big.bin"; }
+tls_url() { echo "https://127.0.0.1:${TPORT[$1]}/big.bin"; }
 python3 "$HERE/make_meta4.py" meta4 "$WORK/data/big.bin" "$WORK/big.meta4" "$PIECE" "$(url A)" "$(url B)" "$(url C)"
 python3 "$HERE/make_meta4.py" meta4 "$WORK/data/big.bin" "$WORK/two.meta4" "$PIECE" "$(url A)" "$(url B)"
+if [ "$TLS" = 1 ]; then
+    python3 "$HERE/make_meta4.py" meta4 "$WORK/data/big.bin" "$WORK/https.meta4" "$PIECE" "$(tls_url A)" "$(tls_url B)" "$(tls_url C)"
+fi
 python3 "$HERE/make_meta4.py" hostile "$WORK/hostile" "$WORK/data/big.bin" "$PIECE" "http://127.0.0.1:$CLOSED_PORT/big.bin"
 
 # One access log per mirror, the delta bench's format (bench/mirrors/drive.py reads it).
 # shellcheck disable=SC2016
 FORMAT='$msec\t$remote_port\t$connection\t$connection_requests\t$status\t$bytes_sent\t$body_bytes_sent\t$request_length\t"$request"\t"$http_range"\t"$sent_http_content_type"'
-# mirror_conf NAME [RATE]: nginx's config for a mirror (RATE: its limit_rate, in the nginx fallback only).
+# mirror_conf NAME [RATE]: nginx's config for a mirror (RATE: its limit_rate, in the nginx fallback only). With
+# TLS, a second server on TPORT with ssl: the same root and access log, and per request its TLS in tls.log.
 mirror_conf() {
     local m=$1 rate=${2:-}
-    bench_nginx_conf "$WORK/$m" "log_format delta '$FORMAT';" \
-        "server { listen 127.0.0.1:${PORT[$m]}; root $WORK/$m/www; access_log $WORK/$m/logs/access.log delta;${rate:+ limit_rate $rate;} }" \
-        >"$WORK/$m/nginx.conf"
+    local -a servers=("server { listen 127.0.0.1:${PORT[$m]}; root $WORK/$m/www; access_log $WORK/$m/logs/access.log delta;${rate:+ limit_rate $rate;} }")
+    if [ "$TLS" = 1 ]; then
+        servers+=("log_format tls '\$ssl_protocol \$ssl_cipher';" "ssl_certificate $WORK/tls/server.pem;" "ssl_certificate_key $WORK/tls/server.key;"
+            "server { listen 127.0.0.1:${TPORT[$m]} ssl; root $WORK/$m/www; access_log $WORK/$m/logs/access.log delta; access_log $WORK/$m/logs/tls.log tls;${rate:+ limit_rate $rate;} }")
+    fi
+    bench_nginx_conf "$WORK/$m" "log_format delta '$FORMAT';" "${servers[@]}" >"$WORK/$m/nginx.conf"
 }
 start_mirror() {
     local m=$1
     rm -f "$WORK/$m/nginx.pid"
     "$NGINX" -p "$WORK/$m" -c "$WORK/$m/nginx.conf"
     for _ in $(seq 50); do
-        [ -s "$WORK/$m/nginx.pid" ] && [ -n "$(ss -tlnH "( sport = :${PORT[$m]} )")" ] && return 0
+        [ -s "$WORK/$m/nginx.pid" ] && [ -n "$(ss -tlnH "( sport = :${PORT[$m]} )")" ] &&
+            { [ "$TLS" = 0 ] || [ -n "$(ss -tlnH "( sport = :${TPORT[$m]} )")" ]; } && return 0
         sleep 0.1
     done
     echo "bench/mirrors: mirror $m did not start" >&2
@@ -222,8 +256,11 @@ for m in A B C; do
         mirror_conf "$m"
         minor=$(printf %x "${PORT[$m]}")
         tc class add dev lo parent 1: classid "1:$minor" htb rate "$FULL_TC" ceil "$FULL_TC" quantum 60000
-        tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff \
-            match ip sport "${PORT[$m]}" 0xffff flowid "1:$minor"
+        # The TLS port (if any) into the same class: the mirror's rate is its total over both ports.
+        for port in "${PORT[$m]}" ${TPORT[$m]:+"${TPORT[$m]}"}; do
+            tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff \
+                match ip sport "$port" 0xffff flowid "1:$minor"
+        done
     else
         mirror_conf "$m" "${RATE_MIB}m"
     fi
@@ -246,16 +283,23 @@ RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 lines() { python3 "$HERE/drive.py" lines "$WORK/$1/logs/access.log"; }
 
-# The command of a tool: mw-urls, mw-meta4 (META4 below), aria2c, aria2c-x3; into $WORK/out/big.bin.
+# The command of a tool: mw-urls, mw-meta4 (META4 below), aria2c, aria2c-x3; into $WORK/out/big.bin. With
+# SCENARIO https: the https URLs, and each tool trusts the run's CA (meterwise --cacert, aria2c --ca-certificate).
 command_of() {
-    local tool=$1 meta4=$2
-    local -a opts aria
+    local tool=$1 meta4=$2 scenario=${3:-}
+    local -a opts aria urls tls=() aria_tls=()
     read -r -a opts <<<"$MW_OPTS"
+    urls=("$(url A)" "$(url B)" "$(url C)")
+    if [ "$scenario" = https ]; then
+        urls=("$(tls_url A)" "$(tls_url B)" "$(tls_url C)")
+        tls=(--cacert "$CA")
+        aria_tls=(--ca-certificate="$CA")
+    fi
     aria=(aria2c --no-conf=true --enable-color=false --allow-overwrite=true --auto-file-renaming=false --file-allocation=none
-        --summary-interval=0 --show-console-readout=false --console-log-level=error -d "$WORK/out")
+        --summary-interval=0 --show-console-readout=false --console-log-level=error -d "$WORK/out" "${aria_tls[@]}")
     case $tool in
-    mw-urls) cmd=("$BIN" get "$(url A)" "$(url B)" "$(url C)" -o "$WORK/out/big.bin" --json "${opts[@]}") ;;
-    mw-meta4) cmd=("$BIN" get --metalink "$meta4" -o "$WORK/out/big.bin" --json "${opts[@]}") ;;
+    mw-urls) cmd=("$BIN" get "${tls[@]}" "${urls[@]}" -o "$WORK/out/big.bin" --json "${opts[@]}") ;;
+    mw-meta4) cmd=("$BIN" get "${tls[@]}" --metalink "$meta4" -o "$WORK/out/big.bin" --json "${opts[@]}") ;;
     mw-hostile) cmd=("$BIN" get --metalink "$meta4" -o "$WORK/out/big.bin" "${opts[@]}") ;;
     aria2c) cmd=("${aria[@]}" -M "$meta4") ;;
     aria2c-x3) cmd=("${aria[@]}" -x3 -s3 --min-split-size=1M -M "$meta4") ;;
@@ -272,7 +316,7 @@ row() {
     local -a extra=()
     rm -rf "$WORK/out"
     mkdir -p "$WORK/out"
-    command_of "$tool" "$meta4"
+    command_of "$tool" "$meta4" "$scenario"
     for m in A B C; do from[$m]=$(lines "$m"); done
     local wire_from=""
     [ "$SHAPING" = tc ] && wire_from=$(python3 "$HERE/drive.py" tc "${PORT[A]}" "${PORT[B]}" "${PORT[C]}")
@@ -284,7 +328,7 @@ row() {
     fi
     local base="$WORK/rows/$scenario-$tool"
     python3 "$HERE/drive.py" run "$base" "$timeout" 4096 "${extra[@]}" -- "${cmd[@]}"
-    python3 "$HERE/drive.py" idle "${PORT[A]}" "${PORT[B]}" "${PORT[C]}"
+    python3 "$HERE/drive.py" idle "${IDLE_PORTS[@]}"
     local -a facts=(scenario="$scenario" tool="$tool" ideal="$ideal" size="$SIZE" sha_expected="$SHA"
         output="$WORK/out/big.bin" "${ROW_FACTS[@]}")
     for m in A B C; do
@@ -316,6 +360,10 @@ for scenario in $SCENARIOS; do
     speed)
         echo "speed: three mirrors at $RATE_MIB MiB/s each (ideal $IDEAL s) ..." >&2
         for tool in mw-urls mw-meta4 $(aria_tools speed); do row speed "$tool" "$WORK/big.meta4" "$IDEAL"; done
+        ;;
+    https)
+        echo "https: three mirrors over TLS at $RATE_MIB MiB/s each (ideal $IDEAL s) ..." >&2
+        for tool in mw-urls mw-meta4 $(aria_tools https); do row https "$tool" "$WORK/https.meta4" "$IDEAL"; done
         ;;
     kill)
         ideal=$(awk -v s="$SIZE_MIB" -v r="$RATE_MIB" -v f="$KILL_AT" 'BEGIN { printf "%.2f", s * f / (3 * r) + s * (1 - f) / (2 * r) }')
@@ -376,7 +424,7 @@ for scenario in $SCENARIOS; do
         done
         rm -rf "$WORK/out"
         ;;
-    *) echo "bench/mirrors: unknown scenario $scenario (speed kill corrupt slow hostile)" >&2; exit 1 ;;
+    *) echo "bench/mirrors: unknown scenario $scenario (speed kill corrupt slow https hostile)" >&2; exit 1 ;;
     esac
 done
 
@@ -385,6 +433,14 @@ done
     echo "## mirrors, $(date -u +%Y-%m-%dT%H:%MZ)"
     echo
     echo "$SIZE_MIB MiB from three nginx mirrors on 127.0.0.1 (nginx $("$NGINX" -v 2>&1 | sed 's|.*nginx/||'), one worker each), $RATE_MIB MiB/s each: $SHAPING_NOTE${CALIBRATION:+; shaping check: two curl connections to one mirror got $CALIBRATION MiB/s}."
+    if [[ " $SCENARIOS " == *" https "* ]]; then
+        # What the HTTPS rows negotiated (nginx's $ssl_protocol $ssl_cipher, per request, all mirrors).
+        negotiated=$(cat "$WORK"/?/logs/tls.log 2>/dev/null | sort | uniq -c |
+            awk '{ printf "%s%s %s (%d requests)", (NR > 1 ? ", " : ""), $2, $3, $1 }')
+        shaped="limit_rate on it too"
+        [ "$SHAPING" = tc ] && shaped="in the mirror's htb class with the plain port"
+        echo "HTTPS: a second port of each mirror's nginx with \`ssl\` ($shaped), certificate for 127.0.0.1 from a CA made for the run (nginx built with OpenSSL $("$NGINX" -V 2>&1 | awk '/^built with OpenSSL/ { print $4 }')); negotiated: ${negotiated:-nothing logged}."
+    fi
     echo "$(aria2c --version | head -1), $(nproc) cores, $(uname -r); $(basename "$BIN") $(stat -c %s "$BIN") bytes ($BIN); output to tmpfs."
     echo
     python3 "$HERE/report.py" show "$RESULTS" "$SIZE_MIB" "$RATE_MIB" "$SLOW_KIB" "$CORRUPT_AT_MIB" "$KILL_AT" "$CORRUPT_MIRROR"
