@@ -264,8 +264,13 @@ struct MirrorTests {
             // The file changes on every mirror (same length, new bytes, new ETag).
             var changed = Self.content
             for i in stride(from: 0, to: changed.count, by: 4096) { changed[i] ^= 0x77 }
+            // nginx's ETag and Last-Modified have a one-second grain: the new version is dated a minute later, as
+            // a version published later would be.
             for server in m.servers {
-                _ = FileManager.default.createFile(atPath: server.root + "/f.bin", contents: Data(changed))
+                let path = server.root + "/f.bin"
+                _ = FileManager.default.createFile(atPath: path, contents: Data(changed))
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: path)
             }
             let (second, events) = try await Fixture.runCollecting(Download(request: request))
             #expect(second.result?.resumedBytes == 0)

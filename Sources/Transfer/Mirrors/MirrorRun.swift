@@ -136,10 +136,12 @@ struct MirrorRun: Sendable {
         var crcs: [UInt32] = []
         let validators = Dictionary(
             live.map { ($0.url, Self.validatorText($0.validators)) }, uniquingKeysWith: { (a: String, _: String) in a })
-        var record = partial.created ? nil : PieceRecord.read(directory, names.pieceRecord)
-        if let found = record, found.total == total, found.pieceLength == pieceLength, found.check == check.name,
-            found.identity == identity, case .crc32c = check
-        {
+        // The earlier run's record, when it is for this file, these pieces and this check.
+        var record = (partial.created ? nil : PieceRecord.read(directory, names.pieceRecord)).flatMap { r in
+            r.total == total && r.pieceLength == pieceLength && r.check == check.name && r.identity == identity
+                ? r : nil
+        }
+        if let found = record, case .crc32c = check {
             // Without piece hashes the pieces are the sources' bytes: a source that says another version now, or
             // no source of the earlier run answering, means the partial cannot be trusted.
             let known = live.filter { found.sources[$0.url] != nil }
@@ -159,14 +161,12 @@ struct MirrorRun: Sendable {
             }
         }
         // The space the rest needs, as a single-source download checks it.
-        let have = record.map { r in r.total == total ? Int64(r.verified.filter { $0 }.count) * pieceLength : 0 } ?? 0
+        let have = record.map { Int64($0.verified.filter { $0 }.count) * pieceLength } ?? 0
         if let problem = DownloadRun.admissionProblem(request, total: total, have: min(total, have)) {
             if partial.created { try? directory.remove(names.mirrorPartial) }
             throw problem
         }
-        if !partial.created, let record, record.total == total,
-            record.pieceLength == pieceLength, record.check == check.name, record.identity == identity
-        {
+        if let record {
             (verified, crcs) = recheck(record, fd: partial.fd, check: check)
             let kept = verified.filter { $0 }.count
             let claimed = record.verified.filter { $0 }.count
