@@ -77,13 +77,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Hints about links from outside the kernel (NetworkManager over D-Bus): the only module that imports
-        // CSystemdBus.
+        // Hints about links from outside the kernel (NetworkManager, UPower over D-Bus, networkd's leases, a
+        // captive portal's API): the only module that imports CSystemdBus.
         .target(
             name: "SystemHints",
             dependencies: [
                 "CSystemdBus", "Links", "ConfigKit", "BlockingIO",
                 .product(name: "Logging", package: "swift-log"),
+                // The captive portal API (RFC 8908), asked over https.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // Policy files and the pure decision function.
@@ -225,7 +229,11 @@ let package = Package(
                 "NetlinkLinks", "Links", "Lab", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "SystemHintsTests", dependencies: ["SystemHints", "Links", "Lab", "TestSupport"]),
+        .testTarget(
+            name: "SystemHintsTests",
+            dependencies: [
+                "SystemHints", "Links", "Lab", "TestSupport", .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .testTarget(
             name: "PolicyTests",
             dependencies: [

@@ -16,8 +16,11 @@ public struct LinkHint: Sendable, Hashable {
     public var connectivity: Connectivity?
     /// Where `connectivity` came from.
     public var connectivitySource: String?
-    /// A captive portal's sign-in page (DHCP option 114).
+    /// A captive portal's sign-in page, for the user (RFC 8908's `user-portal-url`).
     public var portalURL: String?
+    /// The captive portal API (RFC 8908) a DHCP lease names (option 114, RFC 8910): asked by
+    /// `PortalAPIHints`, never shown as a page to sign in at.
+    public var portalAPI: String?
 
     public init(
         metered: Bool? = nil, meteredSource: String? = nil, explicit: Bool = false, ssid: String? = nil,
@@ -51,6 +54,7 @@ public struct LinkHint: Sendable, Hashable {
             merged.connectivitySource = other.connectivitySource
         }
         merged.portalURL = portalURL ?? other.portalURL
+        merged.portalAPI = portalAPI ?? other.portalAPI
         return merged
     }
 }

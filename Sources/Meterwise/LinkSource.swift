@@ -5,8 +5,8 @@ import NetlinkLinks
 import SystemHints
 
 /// Which sources of hints beyond the kernel join the kernel's links: `networkmanager` is every system
-/// source (NetworkManager and ModemManager over D-Bus, systemd-networkd's DHCP leases, nl80211), each
-/// when it runs.
+/// source (NetworkManager and ModemManager over D-Bus, systemd-networkd's DHCP leases and the captive portal
+/// API they name, nl80211, UPower, power-profiles-daemon), each when it runs.
 enum HintChoice: String, ExpressibleByArgument, CaseIterable {
     case networkmanager
     case none
@@ -52,7 +52,10 @@ enum LinkSource {
                 sources: [
                     // NetworkManager first: its SSID and BSSID win; nl80211 fills them where it does not run.
                     NetworkManagerHints(logger: logger), WirelessHints(logger: logger),
-                    NetworkdLeaseHints(logger: logger), ModemManagerHints(logger: logger),
+                    // A lease's captive portal API (RFC 8910) is asked (RFC 8908).
+                    PortalAPIHints(
+                        base: NetworkdLeaseHints(logger: logger), query: PortalAPIQuery.live(), logger: logger),
+                    ModemManagerHints(logger: logger),
                     PowerHints(.upower, logger: logger), PowerHints(.powerProfiles, logger: logger),
                 ])
         }

@@ -9,7 +9,8 @@ public enum NetworkdLease {
     static let androidMetered = Array("ANDROID_METERED".utf8)
 
     /// The hint a lease's text gives, or nil when it gives none: a metered guess from option 43, and the
-    /// captive portal's URL from option 114 (RFC 8910; networkd writes it as `CAPTIVE_PORTAL=`).
+    /// captive portal API's URL from option 114 (RFC 8910; networkd writes it as `CAPTIVE_PORTAL=`), which
+    /// `PortalAPIHints` asks (RFC 8908).
     public static func hint(lease text: String) -> LinkHint? {
         var hint = LinkHint()
         for line in text.split(separator: "\n") {
@@ -19,19 +20,17 @@ public enum NetworkdLease {
                 hint.metered = true
                 hint.meteredSource = "networkd: DHCP ANDROID_METERED"
             } else if line.hasPrefix("CAPTIVE_PORTAL=") {
-                hint.portalURL = portalURL(line.dropFirst("CAPTIVE_PORTAL=".count))
+                hint.portalAPI = portalAPI(line.dropFirst("CAPTIVE_PORTAL=".count))
             }
         }
         return hint == LinkHint() ? nil : hint
     }
 
-    /// An RFC 8910 URL as a lease carries it: https:// (the RFC's only scheme) or http://, printable ASCII,
-    /// at most 2048 bytes; nil otherwise, and for RFC 8910's "no portal" URN.
-    static func portalURL(_ text: Substring) -> String? {
+    /// An RFC 8910 API URL as a lease carries it: https:// (RFC 8908 allows no other scheme), printable
+    /// ASCII, at most 2048 bytes; nil otherwise, and for RFC 8910's "no portal" URN.
+    static func portalAPI(_ text: Substring) -> String? {
         let url = text.trimmingCharacters(in: .whitespaces)
-        guard url.utf8.count <= 2048, url.hasPrefix("https://") || url.hasPrefix("http://"),
-            url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
-        else { return nil }
+        guard PortalAPIAnswer.isPrintableURL(url), url.hasPrefix("https://") else { return nil }
         return url
     }
 

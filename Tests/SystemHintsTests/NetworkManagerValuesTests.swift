@@ -155,12 +155,15 @@ import Testing
         #expect(nonsense == nil)
     }
 
-    @Test func aLeaseNamesThePortal() {
-        let lease = "ADDRESS=10.20.0.57\nCAPTIVE_PORTAL=https://portal.example/login?ap=7\n"
-        #expect(NetworkdLease.hint(lease: lease)?.portalURL == "https://portal.example/login?ap=7")
+    /// Option 114 names the portal's API (RFC 8910), not a page to sign in at: it is asked, never shown.
+    @Test func aLeaseNamesThePortalsAPI() {
+        let lease = "ADDRESS=10.20.0.57\nCAPTIVE_PORTAL=https://portal.example/api?ap=7\n"
+        #expect(NetworkdLease.hint(lease: lease)?.portalAPI == "https://portal.example/api?ap=7")
+        #expect(NetworkdLease.hint(lease: lease)?.portalURL == nil)
         #expect(NetworkdLease.hint(lease: lease)?.metered == nil)
         for bad in [
             "CAPTIVE_PORTAL=urn:ietf:params:capport:unrestricted", "CAPTIVE_PORTAL=javascript:x",
+            "CAPTIVE_PORTAL=http://portal.example/api",
             "CAPTIVE_PORTAL=http://a b/", "CAPTIVE_PORTAL=https://" + String(repeating: "a", count: 3000),
         ] {
             #expect(NetworkdLease.hint(lease: bad) == nil, "\(bad.prefix(40))")
