@@ -219,6 +219,97 @@ public final class NetworkManagerLab: @unchecked Sendable {
             log: "check.log")
     }
 
+    /// The port of the https front (`startTLSFront`).
+    public static let tlsPort = 8443
+
+    /// An https front on the access point at `GATEWAY:8443` for a plain server there on `backendPort`. With
+    /// the portal off it presents `certificate` (e.g. TestPKI's `lab`, for 10.88.0.1) and relays each
+    /// connection to the backend; while the portal is on (`setPortal(true)`) it presents
+    /// `portalCertificate` (a portal's own, for its own name), answers every request with a redirect to the
+    /// sign-in page, and cuts the connections it relayed, as a hotel's portal does when a session ends.
+    /// Returns `https://GATEWAY:8443`.
+    public func startTLSFront(
+        certificate: String, key: String, portalCertificate: String, portalKey: String,
+        backendPort: Int
+    ) async throws -> String {
+        let script = """
+            import asyncio, os, ssl, sys
+            flag, cert, key, pcert, pkey, host, port, backend, login = sys.argv[1:10]
+            portal = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            portal.load_cert_chain(pcert, pkey)
+            real = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            real.load_cert_chain(cert, key)
+            def choose(sock, name, ctx):
+                # Called for every ClientHello, with or without SNI: the certificate is chosen per connection.
+                if os.path.exists(flag):
+                    sock.context = portal
+            real.sni_callback = choose
+            relayed = set()
+            async def pump(reader, writer):
+                try:
+                    while True:
+                        data = await reader.read(65536)
+                        if not data:
+                            break
+                        writer.write(data)
+                        await writer.drain()
+                except Exception:
+                    pass
+                writer.transport.abort()
+            async def handle(reader, writer):
+                if writer.get_extra_info("ssl_object").context is portal:
+                    try:
+                        await reader.read(65536)
+                        writer.write(("HTTP/1.1 302 Found\\r\\nLocation: %s\\r\\nContent-Length: 0\\r\\n"
+                                      "Connection: close\\r\\n\\r\\n" % login).encode())
+                        await writer.drain()
+                    except Exception:
+                        pass
+                    writer.transport.abort()
+                    return
+                try:
+                    breader, bwriter = await asyncio.open_connection(host, int(backend))
+                except Exception:
+                    writer.transport.abort()
+                    return
+                relayed.add(writer)
+                await asyncio.gather(pump(reader, bwriter), pump(breader, writer))
+                relayed.discard(writer)
+            async def watch():
+                while True:
+                    await asyncio.sleep(0.05)
+                    if os.path.exists(flag):
+                        for w in list(relayed):
+                            w.transport.abort()
+            async def main():
+                server = await asyncio.start_server(handle, host, int(port), ssl=real)
+                asyncio.ensure_future(watch())
+                await server.serve_forever()
+            asyncio.run(main())
+            """
+        try script.write(toFile: directory + "/front.py", atomically: true, encoding: .utf8)
+        try await spawn(
+            [
+                "ip", "netns", "exec", accessPoint.name, "/usr/bin/python3", directory + "/front.py",
+                directory + "/portal", certificate, key, portalCertificate, portalKey, gateway, "\(Self.tlsPort)",
+                "\(backendPort)", "http://\(gateway):\(Self.checkPort)/login",
+            ],
+            log: "front.log")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let listening =
+                (try? Command.run(
+                    ["ip", "netns", "exec", accessPoint.name, "ss", "-Hltn", "sport = :\(Self.tlsPort)"],
+                    allowFailure: true)) ?? ""
+            if !listening.isEmpty { return "https://\(gateway):\(Self.tlsPort)" }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw LabError(
+            .childFailed,
+            "the https front did not listen: \((try? String(contentsOfFile: directory + "/front.log", encoding: .utf8)) ?? "")"
+        )
+    }
+
     /// Makes the access point's check server a captive portal, or the internet again.
     public func setPortal(_ on: Bool) throws {
         let path = directory + "/portal"

@@ -37,9 +37,10 @@ import Testing
 
     /// A `serve` of `size` at `rate` per response on the access point, a daemon on the lab's device with the
     /// default policy, and a job for the served file; `body` gets the served file, the job's status (`status
-    /// --json`'s `job`) and when the daemon started.
+    /// --json`'s `job`) and when the daemon started. With `https`, the job's URL is the lab's https front
+    /// (TestPKI's `lab` certificate, `wronghost` as the portal's own) and the job trusts the PKI's CA.
     func withDaemonJob(
-        _ lab: NetworkManagerLab, size: String, rate: String,
+        _ lab: NetworkManagerLab, size: String, rate: String, https pki: TestPKI? = nil,
         _ body: (_ info: LabRun.Served, _ job: () -> [String: Any], _ started: ContinuousClock.Instant) async throws
             -> Void
     ) async throws {
@@ -56,7 +57,16 @@ import Testing
                 served = try? JSONDecoder().decode(LabRun.Served.self, from: Data(line.text.utf8))
                 if served != nil { break }
             }
-            let info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
+            var info = try #require(served, "serve printed no JSON line: \(server.stderrText)")
+            var trust: [String] = []
+            if let pki {
+                let front = try await lab.startTLSFront(
+                    certificate: pki.path("lab.crt"), key: pki.path("lab.key"),
+                    portalCertificate: pki.path("wronghost.crt"), portalKey: pki.path("wronghost.key"),
+                    backendPort: 8080)
+                info.url = info.url.replacingOccurrences(of: "http://\(lab.gateway):8080", with: front)
+                trust = ["--cacert", pki.path("ca.crt")]
+            }
             let daemon = lab.onDevice([
                 RepoPaths.binary, "daemon", "--state", directory.appendingPathComponent("state").path,
                 "--socket", socket, "--policy", RepoPaths.file("policies/default.yaml"),
@@ -65,9 +75,10 @@ import Testing
             _ = try await ChildProcess.run(daemon) { daemon in
                 #expect(await eventually { FileManager.default.fileExists(atPath: socket) }, "\(daemon.stderrText)")
                 let output = directory.appendingPathComponent("file.bin").path
-                let add = try BinaryRun.run([
-                    "add", info.url, "-o", output, "--sha256", info.sha256, "--json", "--socket", socket,
-                ])
+                let add = try BinaryRun.run(
+                    [
+                        "add", info.url, "-o", output, "--sha256", info.sha256, "--json", "--socket", socket,
+                    ] + trust)
                 let id = try #require(
                     ((try? JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any])?["job"]
                         as? [String: Any])?["id"] as? String, "\(add.stdout) \(add.stderr)")
@@ -76,7 +87,9 @@ import Testing
                     let object =
                         status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) }
                         as? [String: Any]
-                    return (object?["job"] as? [String: Any]) ?? [:]
+                    var job = (object?["job"] as? [String: Any]) ?? [:]
+                    job["retry_reason"] = object?["retry_reason"]  // beside the job in the status
+                    return job
                 }
                 try await body(info, job, started)
                 daemon.terminate()
@@ -139,6 +152,46 @@ import Testing
             #expect(resumed < .seconds(1), "resumed \(resumed) after NetworkManager said full")
             #expect(
                 await eventually(timeout: .seconds(40)) { job()["state"] as? String == "completed" },
+                "did not complete: \(job())")
+            #expect(job()["sha256"] as? String == info.sha256)
+            #expect(job()["refetched_bytes"] as? Int == 0)
+        }
+    }
+
+    /// An https job behind a hotel's portal that answers port 443 with its own certificate (issue 25): the
+    /// portal comes up mid-download and cuts the connection before NetworkManager's next check, so the job
+    /// meets the portal's certificate while the link still says full: a wait, not a failure. NetworkManager
+    /// then says portal (the job waits, naming it); signed in, full: the job resumes and completes, sha256
+    /// right, nothing fetched twice.
+    @Test(.needsOpenSSL) func anHTTPSJobBehindAPortalWithItsOwnCertificateWaitsThenCompletes() async throws {
+        let lab = try await NetworkManagerLab.start(connectivityCheck: true)
+        defer { lab.teardown() }
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        try lab.setMetered("no")
+        #expect(try lab.checkConnectivity() == "full")
+        try await withDaemonJob(lab, size: "16MiB", rate: "512KiB/s", https: pki) { info, job, started in
+            #expect(info.url.hasPrefix("https://"))
+            #expect(await eventually { (job()["bytes_done"] as? Int ?? 0) > 1 << 20 }, "no progress: \(job())")
+            try await Task.sleep(until: started + .seconds(6))
+
+            // The session ends: the portal cuts the connection and answers 443 with its own certificate.
+            try lab.setPortal(true)
+            #expect(
+                await eventually(timeout: .seconds(10)) {
+                    (job()["retry_reason"] as? String ?? "").contains("a captive portal or proxy may be answering")
+                }, "\(job())")
+            try await Task.sleep(for: .seconds(2))
+            #expect(job()["state"] as? String != "failed", "\(job())")
+
+            #expect(try lab.checkConnectivity() == "portal")
+            #expect(await eventually(timeout: .seconds(5)) { job()["state"] as? String == "waiting" }, "\(job())")
+            #expect((job()["reason"] as? String ?? "").contains("captive portal on wlan0"), "\(job())")
+
+            try lab.setPortal(false)
+            #expect(try lab.checkConnectivity() == "full")
+            #expect(
+                await eventually(timeout: .seconds(60)) { job()["state"] as? String == "completed" },
                 "did not complete: \(job())")
             #expect(job()["sha256"] as? String == info.sha256)
             #expect(job()["refetched_bytes"] as? Int == 0)

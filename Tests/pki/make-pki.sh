@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes a throwaway PKI for the TLS tests in DIR (created): a CA that no system trusts, and certificates
 # it signed: server.crt (127.0.0.1, localhost), expired.crt (valid in 2020 only), future.crt (valid from
-# 2099), wronghost.crt (only wrong.invalid), client.crt (a device certificate for mTLS), and other-ca.crt,
+# 2099), wronghost.crt (only wrong.invalid), lab.crt (10.88.0.1, NetworkManagerLab's access point), client.crt (a device certificate for mTLS), and other-ca.crt,
 # a second CA that signed nothing here. Keys are unencrypted EC P-256; everything is made anew each run.
 set -euo pipefail
 dir="$1"
@@ -47,5 +47,6 @@ sign server 127.0.0.1 "IP:127.0.0.1,DNS:localhost" serverAuth "$now" "$later"
 sign expired 127.0.0.1 "IP:127.0.0.1,DNS:localhost" serverAuth 20200101000000Z 20200201000000Z
 sign future 127.0.0.1 "IP:127.0.0.1,DNS:localhost" serverAuth 20990101000000Z 20990201000000Z
 sign wronghost wrong.invalid "DNS:wrong.invalid" serverAuth "$now" "$later"
+sign lab 10.88.0.1 "IP:10.88.0.1" serverAuth "$now" "$later"
 sign client device-0001 "DNS:device-0001" clientAuth "$now" "$later"
 rm -f ./*.csr

@@ -315,10 +315,25 @@ extension DownloadRun {
                     // Waiting for a free connection is not the server failing: it never counts as a retry.
                     return .retry(after: nil, reason: "waiting for a free connection", progressed: true)
                 }
-                if TLSFailure.classify(error) != nil, let portal = request.interceptedLink?() {
-                    // Behind a portal a certificate failure is the portal answering for the server: a wait.
-                    return .retry(
-                        after: nil, reason: "the server's certificate was refused while \(portal)", progressed: false)
+                if let failure = TLSFailure.classify(error) {
+                    if let portal = request.interceptedLink?() {
+                        // Behind a portal a certificate failure is the portal answering for the server: a wait.
+                        return .retry(
+                            after: nil, reason: "the server's certificate was refused while \(portal)",
+                            progressed: false)
+                    }
+                    if request.waitOutInterception, board.counters.done > 0,
+                        failure == .serverCertificate || failure == .hostName
+                    {
+                        // This job's bytes came under a certificate that was accepted: one refused now is far
+                        // more likely a portal or proxy answering for the server (a hotel's session that ended
+                        // before NetworkManager's next check) than the server's own. A wait, not the end.
+                        return .retry(
+                            after: nil,
+                            reason:
+                                "the server's certificate \(failure == .hostName ? "names another host" : "did not verify"), though this job's bytes came under an accepted one: a captive portal or proxy may be answering for the server",
+                            progressed: false)
+                    }
                 }
                 if let permanent = await permanentFailure(error, url: url) { return .end(.failed(permanent)) }
                 let via = proxy.map { " through the proxy \($0)" } ?? ""
