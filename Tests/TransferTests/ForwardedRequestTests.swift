@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Transfer
@@ -74,5 +75,17 @@ struct ContentSampleTests {
     @Test func nothingOnDiskNothingToCompare() {
         #expect(ContentCheck.samples(of: []).isEmpty)
         #expect(ContentCheck.samples(of: [piece(0, 0)]).isEmpty)
+    }
+
+    /// A URL's credentials leave the URL and become the Basic value; an `@` past the authority is not one.
+    @Test func urlCredentialsBecomeBasicAuthorization() {
+        let split = URLCredentials.split("https://u%40corp:p%3Aw@[::1]:8443/f.bin?x=@y")
+        #expect(split.url == "https://[::1]:8443/f.bin?x=@y")
+        #expect(split.authorization == Data("u@corp:p:w".utf8).base64EncodedString())
+        #expect(URLCredentials.split("http://user@h/f").authorization == Data("user:".utf8).base64EncodedString())
+        #expect(URLCredentials.split("http://h/a@b").url == "http://h/a@b")
+        #expect(URLCredentials.split("http://h/a@b").authorization == nil)
+        let bad = URLCredentials.split("http://u:%zz@h/f")
+        #expect(bad.url == "http://h/f" && bad.authorization == nil)
     }
 }

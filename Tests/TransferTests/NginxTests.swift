@@ -40,6 +40,36 @@ struct NginxTests {
         }
     }
 
+    /// A URL's `user:password@` is sent as `Authorization: Basic`, as curl sends it (percent-escapes decoded),
+    /// behind nginx's `auth_basic`; a wrong password is the server's 401, not a download.
+    @Test func credentialsInTheURLAreSentAsBasicAuthorization() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let root = fixture.path("www")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try "mirror:{PLAIN}p@ss/w0rd\n".write(toFile: fixture.path("htpasswd"), atomically: true, encoding: .utf8)
+        let sha = try Self.writeRandom(root + "/object.bin", size: 3 << 20, seed: 14)
+        let nginx = try Nginx(
+            root: root, location: "auth_basic \"mirror\"; auth_basic_user_file \(fixture.path("htpasswd"));")
+        defer { nginx.stop() }
+        let secret = nginx.url("/object.bin").replacingOccurrences(of: "://", with: "://mirror:p%40ss%2Fw0rd@")
+        var request = DownloadRequest(url: secret, destination: fixture.path("out.bin"), segments: 2)
+        request.computeSHA256 = true
+        let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+        #expect(outcome.result?.sha256 == sha)
+
+        var wrong = DownloadRequest(
+            url: secret.replacingOccurrences(of: "w0rd", with: "nope"), destination: fixture.path("no.bin"))
+        wrong.maxRetries = 0
+        do {
+            _ = try await Download(request: wrong).run()
+            Issue.record("a wrong password downloaded")
+        } catch {
+            #expect(error.message.contains("401"), "\(error)")
+            #expect(!error.message.contains("nope"), "the password is never shown: \(error)")
+        }
+    }
+
     @Test func objectReplacedBetweenRunsGivesTheNewObject() async throws {
         try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
             _ = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 12)

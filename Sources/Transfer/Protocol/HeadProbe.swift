@@ -8,10 +8,8 @@ extension DownloadRun {
         var url = headURL
         var redirects = 0
         while true {
-            var http = HTTPClientRequest(url: url)
+            var http = HTTPClientRequest.download(url, forwarded: nil, proxy: nil)
             http.method = .HEAD
-            http.headers.add(name: "Accept-Encoding", value: "identity")
-            http.headers.add(name: "User-Agent", value: "meterwise")
             http.localAddress = download.localAddress
             guard let response = try? await client.execute(http, timeout: .seconds(30)) else { return nil }
             let head = ResponseHead(response)

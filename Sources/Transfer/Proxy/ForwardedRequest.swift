@@ -44,10 +44,13 @@ final class AbsoluteFormTarget: ChannelOutboundHandler, RemovableChannelHandler 
 
 extension HTTPClientRequest {
     /// A GET of `url` as the downloader sends it: the body as stored (`identity`), Meterwise's user agent, and
-    /// through an HTTP proxy in absolute form when `forwarded` (with the proxy's credentials, if it has any).
+    /// through an HTTP proxy in absolute form when `forwarded` (with the proxy's credentials, if it has any);
+    /// the URL's own `user:password@` as `Authorization: Basic`, as curl sends it.
     static func download(_ url: String, forwarded: ForwardedRequest?, proxy: ProxyServer?) -> HTTPClientRequest {
-        var http = HTTPClientRequest(url: forwarded?.clientURL ?? url)
+        let (plain, authorization) = URLCredentials.split(url)
+        var http = HTTPClientRequest(url: forwarded?.clientURL ?? plain)
         http.method = .GET
+        if let authorization { http.headers.add(name: "Authorization", value: "Basic \(authorization)") }
         if let forwarded {
             http.headers.add(name: "Host", value: forwarded.host)
             if let authorization = proxy?.basicAuthorization {

@@ -74,16 +74,8 @@ extension DownloadRun {
         var url = request.url
         for redirects in 1...11 {
             let forwarded = forwarding(url)
-            var http = HTTPClientRequest(url: forwarded?.clientURL ?? url)
-            http.headers.add(name: "Accept-Encoding", value: "identity")
-            http.headers.add(name: "User-Agent", value: "meterwise")
+            var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
             http.headers.add(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
-            if let forwarded {
-                http.headers.add(name: "Host", value: forwarded.host)
-                if let authorization = proxy?.basicAuthorization {
-                    http.headers.add(name: "Proxy-Authorization", value: "Basic \(authorization)")
-                }
-            }
             http.localAddress = download.localAddress
             do {
                 let response = try await (forwarded == nil ? client : forwarder ?? client).execute(
