@@ -12,6 +12,8 @@ struct GiveUpTextTests {
         let text = GiveUpText.retriesExhausted(retries: 8, reason: "Connection refused", bytesDone: done)
         #expect(text.hasPrefix("Gave up after 8 retries: Connection refused."))
         #expect(text.contains(says) && !text.contains(never), "\(text)")
+        let sentence = GiveUpText.retriesExhausted(retries: 8, reason: "Connection refused.", bytesDone: done)
+        #expect(sentence == text, "a reason that ends in a period gets no second one")
     }
 
     @Test func restartsForWantOfValidatorsNameTheFailureNotAChangingObject() {

@@ -248,7 +248,9 @@ final class MirrorFetch: Sendable {
             return s.sources[source].display
         }
         guard let display else { return }
-        download.sink.yield(.warning("Dropping the source \(display): \(reason)."))
+        // Some reasons are whole sentences already (a server's own text): one period, not two.
+        let stop = reason.last == "." ? "" : "."
+        download.sink.yield(.warning("Dropping the source \(display): \(reason)\(stop)"))
     }
 
     enum Fetched: Sendable {

@@ -4,6 +4,8 @@ public enum GiveUpText {
     /// on disk, the checkpoint holds them; with none, there is nothing to resume, only to try again.
     public static func retriesExhausted(retries: Int, reason: String, bytesDone: Int64) -> String {
         let tries = retries == 1 ? "1 retry" : "\(retries) retries"
+        // A reason that is a whole sentence already (a server's own text) gets no second period.
+        let reason = reason.last == "." ? String(reason.dropLast()) : reason
         if bytesDone > 0 {
             return
                 "Gave up after \(tries): \(reason). The checkpoint is saved (\(bytesDone) bytes); run the same command again to resume."
