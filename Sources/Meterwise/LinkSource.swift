@@ -51,8 +51,11 @@ enum LinkSource {
                 base: netlink,
                 sources: [
                     // NetworkManager first: its SSID and BSSID win; nl80211 fills them where it does not run.
-                    NetworkManagerHints(logger: logger), WirelessHints(logger: logger),
-                    // A lease's captive portal API (RFC 8910) is asked (RFC 8908).
+                    // The captive portal API a DHCP lease names (RFC 8910), from NetworkManager or networkd, is
+                    // asked (RFC 8908).
+                    PortalAPIHints(
+                        base: NetworkManagerHints(logger: logger), query: PortalAPIQuery.live(), logger: logger),
+                    WirelessHints(logger: logger),
                     PortalAPIHints(
                         base: NetworkdLeaseHints(logger: logger), query: PortalAPIQuery.live(), logger: logger),
                     ModemManagerHints(logger: logger),

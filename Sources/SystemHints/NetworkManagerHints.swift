@@ -22,6 +22,7 @@ public struct NetworkManagerHints: LinkHintSource {
     static let wirelessInterface = "org.freedesktop.NetworkManager.Device.Wireless"
     static let accessPointInterface = "org.freedesktop.NetworkManager.AccessPoint"
     static let activeInterface = "org.freedesktop.NetworkManager.Connection.Active"
+    static let dhcp4Interface = "org.freedesktop.NetworkManager.DHCP4Config"
     /// NM_DEVICE_TYPE_WIFI.
     static let wifiType: UInt32 = 2
 
@@ -266,6 +267,13 @@ struct NetworkManagerReader: BusHintReader {
             let raw = (try? bus.property(nm.service, path, nm.deviceInterface, key))?.uint32 ?? 0
             let value = Connectivity(networkManager: raw) ?? .unknown
             if family == 4 { device.ip4Connectivity = value } else { device.ip6Connectivity = value }
+        }
+        // Option 114 as NetworkManager's own DHCP client keeps it (RFC 8910): the portal's API, asked by
+        // `PortalAPIHints`.
+        if let config = (try? bus.property(nm.service, path, nm.deviceInterface, "Dhcp4Config"))?.string, config != "/",
+            let options = (try? bus.property(nm.service, config, nm.dhcp4Interface, "Options"))?.dictionary
+        {
+            device.portalAPI = options["v4_captive_portal"]
         }
         let type = (try? bus.property(nm.service, path, nm.deviceInterface, "DeviceType"))?.uint32
         if type == nm.wifiType,

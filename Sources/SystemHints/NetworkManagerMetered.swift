@@ -44,6 +44,8 @@ public struct NetworkManagerDevice: Sendable, Hashable {
     /// NetworkManager's connectivity check per address family (`Ip4Connectivity`, `Ip6Connectivity`).
     public var ip4Connectivity = Connectivity.unknown
     public var ip6Connectivity = Connectivity.unknown
+    /// The captive portal API its DHCP lease names (option 114, RFC 8910), checked as a lease's is.
+    public var portalAPI: String?
 
     public init(
         interface: String, metered: NetworkManagerMetered, ssid: [UInt8]? = nil, bssid: String? = nil,
@@ -74,6 +76,7 @@ public struct NetworkManagerDevice: Sendable, Hashable {
             }
             hint.ssid = device.ssid.flatMap(Self.ssidText)
             hint.bssid = device.bssid.flatMap { $0.isEmpty ? nil : $0.lowercased() }
+            hint.portalAPI = device.portalAPI.flatMap { NetworkdLease.portalAPI(Substring($0)) }
             if hint != LinkHint() { byName[device.interface] = hint }
         }
         return LinkHints(byName: byName, sources: ["networkmanager"])

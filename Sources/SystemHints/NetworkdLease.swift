@@ -27,11 +27,10 @@ public enum NetworkdLease {
     }
 
     /// An RFC 8910 API URL as a lease carries it: https:// (RFC 8908 allows no other scheme), printable
-    /// ASCII, at most 2048 bytes; nil otherwise, and for RFC 8910's "no portal" URN.
+    /// ASCII, at most 2048 bytes, a host and a valid port, no credentials (`PortalAPIAnswer.apiURL`); nil
+    /// otherwise, and for RFC 8910's "no portal" URN.
     static func portalAPI(_ text: Substring) -> String? {
-        let url = text.trimmingCharacters(in: .whitespaces)
-        guard PortalAPIAnswer.isPrintableURL(url), url.hasPrefix("https://") else { return nil }
-        return url
+        PortalAPIAnswer.apiURL(text.trimmingCharacters(in: .whitespaces))
     }
 
     /// Hex digits (any case) as bytes; nil when malformed or over 255 bytes (an option's limit).

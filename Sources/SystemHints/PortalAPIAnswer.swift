@@ -102,6 +102,34 @@ public struct PortalAPIAnswer: Sendable, Hashable {
         !text.isEmpty && text.utf8.count <= 2048 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
+    /// `text` when it can be asked as a portal API: an https URL fit to show, with a host, no credentials
+    /// (they would be logged), and a port from 1 to 65535 when one is given; nil otherwise. What comes from a
+    /// DHCP server is checked here before any client sees it.
+    public static func apiURL(_ text: String) -> String? {
+        guard isPrintableURL(text), text.hasPrefix("https://") else { return nil }
+        let authority = text.dropFirst("https://".count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@") else { return nil }
+        var port: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]"), close > authority.index(after: authority.startIndex)
+            else { return nil }
+            let rest = authority[authority.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return nil }
+                port = rest.dropFirst()
+            }
+        } else if let colon = authority.firstIndex(of: ":") {
+            guard colon > authority.startIndex else { return nil }
+            port = authority[authority.index(after: colon)...]
+        }
+        if let port {
+            guard (1...5).contains(port.count), port.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(port),
+                (1...65535).contains(number)
+            else { return nil }
+        }
+        return text
+    }
+
     /// The link hint this answer gives: `portal` with the sign-in page while captive, `full` once not.
     public var hint: LinkHint {
         var hint = LinkHint()

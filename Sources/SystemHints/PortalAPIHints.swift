@@ -43,6 +43,7 @@ public struct PortalAPIHints: LinkHintSource {
     private func run(_ out: AsyncStream<LinkHints>.Continuation) async {
         let joined = PortalAnswers()
         var askers: [String: Task<Void, Never>] = [:]
+        var started = false
         defer { for asker in askers.values { asker.cancel() } }
         for await hints in base.hints() {
             let urls = Set(hints.byName.values.compactMap(\.portalAPI))
@@ -51,10 +52,21 @@ public struct PortalAPIHints: LinkHintSource {
                 askers[url] = nil
             }
             joined.setBase(hints, keeping: urls)
-            out.yield(joined.current)
+            let first = askers.isEmpty && !urls.isEmpty && !started
+            if !first { out.yield(joined.current) }
             for url in urls where askers[url] == nil {
                 askers[url] = Task { [self] in await ask(url, joined: joined, out: out) }
             }
+            if first {
+                // The first hints wait up to `firstAnswerWait` for the APIs' first answers, so a one-shot
+                // reader (`meterwise links`) and the daemon's first snapshot see them.
+                let deadline = ContinuousClock.now + schedule.firstAnswerWait
+                while !joined.answered(urls), ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                out.yield(joined.current)
+            }
+            started = true
         }
     }
 
@@ -63,7 +75,11 @@ public struct PortalAPIHints: LinkHintSource {
         var previous: Result<PortalAPIAnswer, PortalAPIProblem>?
         var repeats = 0
         while !Task.isCancelled {
-            let result = await query(url)
+            // The query runs to its end (bounded by its own timeouts) even when this asker is cancelled: a
+            // query cut short could leave its client and TLS context behind, and a lease that changes
+            // again and again would pile them up.
+            let query = self.query
+            let result = await Task.detached { await query(url) }.value
             guard !Task.isCancelled else { return }
             if result != previous { log(url, result) }
             repeats = PortalAPISchedule.sameKind(result, previous) ? repeats + 1 : 0
@@ -92,6 +108,8 @@ final class PortalAnswers: Sendable {
     private struct State {
         var base = LinkHints.none
         var answers: [String: PortalAPIAnswer] = [:]
+        /// The URLs asked at least once (answered or failed).
+        var asked: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -106,10 +124,16 @@ final class PortalAnswers: Sendable {
     /// Records `url`'s answer (nil: none usable); true when that changes what `current` gives.
     func set(_ url: String, _ answer: PortalAPIAnswer?) -> Bool {
         state.withLock { state in
+            state.asked.insert(url)
             guard state.answers[url] != answer else { return false }
             state.answers[url] = answer
             return true
         }
+    }
+
+    /// Whether every one of `urls` was asked at least once.
+    func answered(_ urls: Set<String>) -> Bool {
+        state.withLock { urls.isSubset(of: $0.asked) }
     }
 
     /// The base's hints, each link that names an answered API given that answer's connectivity and sign-in
@@ -137,6 +161,8 @@ public struct PortalAPISchedule: Sendable {
     public var failureMax: Duration = .seconds(600)
     /// A session's end (`seconds-remaining`) is asked about no sooner than this after the answer.
     public var shortest: Duration = .seconds(5)
+    /// How long the source's first hints wait for the first answers of the APIs they name.
+    public var firstAnswerWait: Duration = .seconds(1)
 
     public init() {}
 

@@ -8,15 +8,15 @@ import NIOSSL
 /// RFC 8908 requires.
 public enum PortalAPIQuery {
     public static func live(tls: TLSConfiguration = .makeClientConfiguration()) -> PortalAPIHints.Query {
-        { url in
+        // One client (one TLS context) for every query of the source: a client per query cost about half a
+        // MiB each that a lease changing again and again piled up.
+        let holder = PortalAPIClient(tls: tls)
+        return { url in
             guard url.hasPrefix("https://") else { return .failure(PortalAPIProblem("is not an https URL")) }
-            let configuration = HTTPClient.Configuration(
-                tlsConfiguration: tls, redirectConfiguration: .disallow,
-                timeout: .init(connect: .seconds(5), read: .seconds(5)))
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            let result = await ask(url, client: client)
-            try? await client.shutdown()
-            return result
+            guard PortalAPIAnswer.apiURL(url) != nil else {
+                return .failure(PortalAPIProblem("is not a URL that can be asked (host, port 1-65535, no credentials)"))
+            }
+            return await ask(url, client: holder.client)
         }
     }
 
@@ -37,5 +37,21 @@ public enum PortalAPIQuery {
         } catch {
             return .failure(PortalAPIProblem("cannot be asked: \(String(describing: error).prefix(200))"))
         }
+    }
+}
+
+/// The query's HTTP client, shut down when the last query closure that holds it goes.
+final class PortalAPIClient: Sendable {
+    let client: HTTPClient
+
+    init(tls: TLSConfiguration) {
+        let configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(5), read: .seconds(5)))
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    deinit {
+        client.shutdown { _ in }
     }
 }

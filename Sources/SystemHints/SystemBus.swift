@@ -12,6 +12,8 @@ enum BusValue: Equatable {
     case bytes([UInt8])
     case strings([String])
     case double(Double)
+    /// An `a{sv}` whose string values are kept (others skipped): NetworkManager's DHCP options.
+    case dictionary([String: String])
 
     var uint32: UInt32? { if case .uint32(let v) = self { v } else { nil } }
     var string: String? { if case .string(let v) = self { v } else { nil } }
@@ -19,6 +21,7 @@ enum BusValue: Equatable {
     var strings: [String]? { if case .strings(let v) = self { v } else { nil } }
     var double: Double? { if case .double(let v) = self { v } else { nil } }
     var bool: Bool? { if case .bool(let v) = self { v } else { nil } }
+    var dictionary: [String: String]? { if case .dictionary(let v) = self { v } else { nil } }
 }
 
 /// An error of the bus: what failed and the errno-style code sd-bus returned.
@@ -260,10 +263,44 @@ final class SystemBus {
             }
             guard r >= 0 else { break }
             return .strings(values)
+        case "a{sv}":
+            r = sd_bus_message_enter_container(message, Self.type("a"), "{sv}")
+            guard r > 0 else { break }
+            defer { sd_bus_message_exit_container(message) }
+            var values: [String: String] = [:]
+            // At most 1024 entries of a peer's dictionary are read.
+            for _ in 0..<1024 {
+                r = sd_bus_message_enter_container(message, Self.type("e"), "sv")
+                if r <= 0 { break }
+                var key: UnsafePointer<CChar>?
+                r = sd_bus_message_read_basic(message, Self.type("s"), &key)
+                if r > 0, let key, let value = readStringVariant(message) {
+                    values[String(cString: key)] = value
+                } else {
+                    _ = sd_bus_message_skip(message, "v")
+                }
+                _ = sd_bus_message_exit_container(message)
+            }
+            guard r >= 0 else { break }
+            return .dictionary(values)
         default:
             throw BusError(what: "\(what) has the unexpected type \(signature)", code: -EBADMSG)
         }
         throw BusError(what: "cannot read \(what)", code: r < 0 ? r : -EBADMSG)
+    }
+
+    /// The string in the variant at the cursor, read past; nil (the cursor left where it was) when the variant
+    /// holds another type.
+    static func readStringVariant(_ message: OpaquePointer) -> String? {
+        var type: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        guard sd_bus_message_peek_type(message, &type, &contents) > 0, type == Self.type("v"), let contents,
+            String(cString: contents) == "s", sd_bus_message_enter_container(message, Self.type("v"), "s") > 0
+        else { return nil }
+        defer { sd_bus_message_exit_container(message) }
+        var value: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, Self.type("s"), &value) > 0, let value else { return nil }
+        return String(cString: value)
     }
 
     static func type(_ character: Unicode.Scalar) -> CChar { CChar(bitPattern: UInt8(character.value)) }

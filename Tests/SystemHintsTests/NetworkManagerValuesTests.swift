@@ -47,6 +47,15 @@ import Testing
         #expect(hints.byName.count == 2)
     }
 
+    /// Option 114 as NetworkManager keeps it becomes the link's portal API, checked as a lease's is.
+    @Test func aDevicesOption114IsItsPortalAPI() {
+        var device = NetworkManagerDevice(interface: "wlan0", metered: .unknown)
+        device.portalAPI = "https://portal.example/api"
+        #expect(NetworkManagerDevice.hints([device], global: .unknown).byName["wlan0"]?.portalAPI == device.portalAPI)
+        device.portalAPI = "http://portal.example/api"
+        #expect(NetworkManagerDevice.hints([device], global: .unknown).byName["wlan0"] == nil)
+    }
+
     @Test func ssidBytesAreTextOrHex() {
         #expect(NetworkManagerDevice.ssidText(Array("Café".utf8)) == "Café")
         #expect(NetworkManagerDevice.ssidText([0xff, 0x00, 0x41]) == "ff0041")
@@ -161,9 +170,16 @@ import Testing
         #expect(NetworkdLease.hint(lease: lease)?.portalAPI == "https://portal.example/api?ap=7")
         #expect(NetworkdLease.hint(lease: lease)?.portalURL == nil)
         #expect(NetworkdLease.hint(lease: lease)?.metered == nil)
+        for good in ["https://[fe80::1]:8443/api", "https://portal.example:65535/", "https://10.0.0.1"] {
+            #expect(NetworkdLease.hint(lease: "CAPTIVE_PORTAL=\(good)")?.portalAPI == good)
+        }
         for bad in [
             "CAPTIVE_PORTAL=urn:ietf:params:capport:unrestricted", "CAPTIVE_PORTAL=javascript:x",
-            "CAPTIVE_PORTAL=http://portal.example/api",
+            "CAPTIVE_PORTAL=http://portal.example/api", "CAPTIVE_PORTAL=https://127.0.0.1:65536/api",
+            "CAPTIVE_PORTAL=https://127.0.0.1:99999/api", "CAPTIVE_PORTAL=https://127.0.0.1:0/api",
+            "CAPTIVE_PORTAL=https://h:/api", "CAPTIVE_PORTAL=https://:443/api", "CAPTIVE_PORTAL=https:///api",
+            "CAPTIVE_PORTAL=https://user:pw@portal.example/api", "CAPTIVE_PORTAL=https://[::1/api",
+            "CAPTIVE_PORTAL=https://[::1]x/api", "CAPTIVE_PORTAL=https://h:+443/api",
             "CAPTIVE_PORTAL=http://a b/", "CAPTIVE_PORTAL=https://" + String(repeating: "a", count: 3000),
         ] {
             #expect(NetworkdLease.hint(lease: bad) == nil, "\(bad.prefix(40))")

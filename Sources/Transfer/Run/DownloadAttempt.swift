@@ -331,7 +331,7 @@ extension DownloadRun {
                         return .retry(
                             after: nil,
                             reason:
-                                "the server's certificate \(failure == .hostName ? "names another host" : "did not verify"), though this job's bytes came under an accepted one: a captive portal or proxy may be answering for the server",
+                                "the server's certificate \(failure == .hostName ? "names another host" : "did not verify"), though this job's bytes came under an accepted one: a captive portal or proxy may be answering for the server (tried again until it verifies; if the server's own certificate changed, cancel the job or add it again with the right --cacert)",
                             progressed: false)
                     }
                 }
