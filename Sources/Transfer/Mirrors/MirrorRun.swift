@@ -105,7 +105,7 @@ struct MirrorRun: Sendable {
             throw TransferError(
                 .noSources,
                 "No source answered for the file: "
-                    + sources.map { "\($0.display): \($0.problem ?? "")" }.joined(separator: "; ")
+                    + sources.map { "\($0.display): \(Self.clause($0.problem ?? ""))" }.joined(separator: "; ")
                     + ". Check the URLs, or try again later.")
         }
         if let admit = request.admitTotal, !(await admit(total)) { return .paused }
@@ -322,6 +322,11 @@ struct MirrorRun: Sendable {
     }
 
     /// Asks every source for byte 0 at once.
+    /// A reason as a clause inside a sentence: without its own closing period.
+    static func clause(_ reason: String) -> String {
+        reason.last == "." ? String(reason.dropLast()) : reason
+    }
+
     func probe(_ sources: [MirrorSet.Source]) async -> [Probe] {
         await withTaskGroup(of: (Int, Probe).self) { group in
             for (index, source) in sources.enumerated() {
@@ -391,8 +396,8 @@ struct MirrorRun: Sendable {
             throw TransferError(
                 .noSources,
                 "No source answered for the file: "
-                    + sources.map { "\($0.display): \($0.problem ?? "no length")" }.joined(separator: "; ")
-                    + ". Check the URLs, or try again later.")
+                    + sources.map { "\($0.display): \(Self.clause($0.problem ?? "no length"))" }.joined(
+                        separator: "; ") + ". Check the URLs, or try again later.")
         }
         for i in sources.indices where sources[i].problem == nil {
             if let t = sources[i].total, t != total {
