@@ -138,7 +138,23 @@ final class HintLoop<Reader: BusHintReader> {
                 let values = bus.changed.values
                 bus.changed.values = []
                 if !values.isEmpty, let quick = reader.quickUpdate(values) { publish(quick) }
-                publish(read(bus))
+                // A signal of the burst that comes while the service is read (NetworkManager sends its
+                // connection's signals a few ms before the device's `Metered`) is published as it comes, from
+                // what was known before the read, not after the read's round trips; the read's result then
+                // takes it too, being older than the signal or the same.
+                var before = reader
+                var during: [PropertyChange] = []
+                bus.afterCall = { [unowned self, unowned bus] in
+                    guard (try? bus.processPending()) != nil, !bus.changed.values.isEmpty else { return }
+                    let more = bus.changed.values
+                    bus.changed.values = []
+                    during += more
+                    if let quick = before.quickUpdate(more) { self.publish(quick) }
+                }
+                var hints = read(bus)
+                bus.afterCall = nil
+                if !during.isEmpty, let updated = reader.quickUpdate(during) { hints = updated }
+                publish(hints)
                 // Signals that arrived during the calls were queued by sd-bus: handle them first.
                 continue
             }

@@ -53,6 +53,9 @@ final class SystemBus {
     /// NetworkManager's `Metered` and connectivity states.
     static let quickKeys: Set<String> = ["Metered", "Connectivity", "Ip4Connectivity", "Ip6Connectivity"]
     let changed = Flag()
+    /// Run after each method call's reply, on the loop's thread: `HintLoop` takes the quick changes that
+    /// arrived meanwhile, so a full read of a busy service never holds them back.
+    var afterCall: (() -> Void)?
 
     init() throws(BusError) {
         var bus: OpaquePointer?
@@ -164,6 +167,11 @@ final class SystemBus {
         guard r >= 0, let reply else {
             let name = error.name.map { String(cString: $0) } ?? ""
             throw BusError(what: "\(destination) \(path) \(interface).\(method) failed \(name)", code: r)
+        }
+        if let hook = afterCall {
+            afterCall = nil
+            hook()
+            afterCall = hook
         }
         return reply
     }
