@@ -50,13 +50,22 @@ struct NginxTests {
         try "mirror:{PLAIN}p@ss/w0rd\n".write(toFile: fixture.path("htpasswd"), atomically: true, encoding: .utf8)
         let sha = try Self.writeRandom(root + "/object.bin", size: 3 << 20, seed: 14)
         let nginx = try Nginx(
-            root: root, location: "auth_basic \"mirror\"; auth_basic_user_file \(fixture.path("htpasswd"));")
+            root: root,
+            location:
+                "auth_basic \"mirror\"; auth_basic_user_file \(fixture.path("htpasswd")); location = /moved { return 302 /object.bin; }"
+        )
         defer { nginx.stop() }
         let secret = nginx.url("/object.bin").replacingOccurrences(of: "://", with: "://mirror:p%40ss%2Fw0rd@")
         var request = DownloadRequest(url: secret, destination: fixture.path("out.bin"), segments: 2)
         request.computeSHA256 = true
         let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
         #expect(outcome.result?.sha256 == sha)
+        // nginx makes the Location absolute (http://127.0.0.1:PORT/object.bin): the same host keeps the login.
+        var moved = DownloadRequest(
+            url: secret.replacingOccurrences(of: "/object.bin", with: "/moved"), destination: fixture.path("moved.bin"))
+        moved.computeSHA256 = true
+        let (redirected, _) = try await Fixture.runCollecting(Download(request: moved))
+        #expect(redirected.result?.sha256 == sha)
 
         var wrong = DownloadRequest(
             url: secret.replacingOccurrences(of: "w0rd", with: "nope"), destination: fixture.path("no.bin"))

@@ -123,6 +123,14 @@ struct RedirectPolicyTests {
         ("http://a/x/z", "w", 1, "http://a/x/w"),
         ("http://a/x", "https://b/y?sig=1", 1, "https://b/y?sig=1"),
         ("https://a/x", "https://b/y", 10, "https://b/y"),
+        // A URL's credentials go on within the same scheme, host and port only (as curl sends them).
+        ("http://u:p%40@a/x", "/y", 1, "http://u:p%40@a/y"),
+        ("http://u:p@a/x", "http://A:80/y", 1, "http://u:p@A:80/y"),
+        ("https://u:p@a:8443/x", "https://a:8443/y", 1, "https://u:p@a:8443/y"),
+        ("http://u:p@a/x", "http://b/y", 1, "http://b/y"),
+        ("http://u:p@a/x", "http://a:8080/y", 1, "http://a:8080/y"),
+        ("http://u:p@a/x", "https://a/y", 1, "https://a/y"),
+        ("http://u:p@a/x", "http://v:q@a/y", 1, "http://v:q@a/y"),
     ])
     func follows(_ url: String, _ location: String, _ count: Int, _ expected: String) throws {
         let next = try RedirectPolicy.follow(from: url, location: location, count: count).get()

@@ -28,6 +28,18 @@ public enum RedirectPolicy {
                 )
             )
         }
-        return .success(next.absoluteString)
+        return .success(carryingCredentials(from: url, to: next.absoluteString))
+    }
+
+    /// `target` with `url`'s `user:password@` when it names none and is the same scheme, host and port, as curl
+    /// does: a server that redirects within itself (nginx makes every Location absolute) keeps the login;
+    /// another host, port or scheme never sees it.
+    static func carryingCredentials(from url: String, to target: String) -> String {
+        guard case .success(let from) = URLAuthority.parse(url), let userinfo = from.userinfo,
+            case .success(let to) = URLAuthority.parse(target), to.userinfo == nil, to.scheme == from.scheme,
+            to.host == from.host, to.effectivePort == from.effectivePort,
+            let separator = target.range(of: "://")
+        else { return target }
+        return String(target[..<separator.upperBound]) + userinfo + "@" + String(target[separator.upperBound...])
     }
 }
