@@ -118,6 +118,7 @@ final class PortalAnswers: Sendable {
         state.withLock { state in
             state.base = hints
             state.answers = state.answers.filter { urls.contains($0.key) }
+            state.asked.formIntersection(urls)
         }
     }
 
