@@ -31,8 +31,7 @@ public enum PortalAPIQuery {
             let body = try await response.body.collect(upTo: PortalAPIAnswer.maxBytes)
             return PortalAPIAnswer.parse(
                 Array(body.readableBytesView), contentType: response.headers.first(name: "Content-Type"))
-        } catch let error as NIOTooManyBytesError {
-            _ = error
+        } catch is NIOTooManyBytesError {
             return .failure(PortalAPIProblem("answered more than 64 KiB"))
         } catch {
             return .failure(PortalAPIProblem("cannot be asked: \(String(describing: error).prefix(200))"))
