@@ -38,6 +38,12 @@ public struct MetricsTextfile<C: Clock>: Sendable where C.Duration == Duration, 
     public func run() async {
         var events = engine.events.subscribe(buffer: 16).makeAsyncIterator()
         var last: ContinuousClock.Instant?
+        // Links that came in before this subscribed published their events already: write them now, not at
+        // the next event (which may be an hour away).
+        if await engine.snapshot != .empty {
+            await write()
+            last = .now
+        }
         while await events.next() != nil {
             if let last { try? await Task.sleep(until: last + interval, clock: .continuous) }
             await write()
