@@ -247,6 +247,8 @@ let package = Package(
                 "Transfer", "RangeServer", "TestSupport", "CBlockSums",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .testTarget(
             name: "EngineTests",

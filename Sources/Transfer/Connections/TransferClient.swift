@@ -73,13 +73,16 @@ public enum TransferClient {
         return c
     }
 
-    /// Receive buffers of 64 KiB to `receiveAllocation` for a new connection.
+    /// Receive buffers of 64 KiB to `receiveAllocation` for a new connection; over TLS, one read per turn and
+    /// the plaintext in buffers of its own size (`PlaintextCompaction`).
     static func receiveBuffers(_ channel: any Channel) -> EventLoopFuture<Void> {
         channel.setOption(
             ChannelOptions.recvAllocator,
             value: AdaptiveRecvByteBufferAllocator(
                 minimum: 64 * 1024, initial: receiveAllocation, maximum: receiveAllocation)
-        )
+        ).flatMap {
+            channel.eventLoop.flatSubmit { PlaintextCompaction.install(on: channel) }
+        }
     }
 
     /// The HTTP client's form of a proxy.
