@@ -63,6 +63,7 @@ extension Engine {
         }
         if let mirrors = spec.mirrors, !mirrors.isEmpty { record.mirrors = mirrors }
         record.metalink = spec.metalink
+        if spec.http2 == true { record.http2 = true }
         // The TLS files and the proxy are checked now, so a mistake is said to whoever adds the job; they are
         // read again (with the owner's rights) each time the transfer starts.
         do {

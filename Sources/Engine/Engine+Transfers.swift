@@ -100,9 +100,16 @@ extension Engine {
                     MirrorSet.Source(url: $0)
                 },
                 metalinkURL: record.metalink)
+            // Each source is judged by the link it is reached over and the rule's `prefer:` (`SourceJudge`).
+            request.judgeSource = { [weak self] url in
+                guard let self, case .success(let authority) = URLAuthority.parse(url) else { return .use }
+                let addresses = await SourceAddresses.resolve(authority.host)
+                return await self.judgeSource(id, host: authority.host, addresses: addresses)
+            }
         }
         request.tls = tls
         request.proxy = proxy
+        request.http2 = record.http2 == true
         // A captive portal's page is a wait, tried again with back-off and at once at any link change.
         request.waitOutInterception = true
         let intercepted = self.intercepted
@@ -118,6 +125,20 @@ extension Engine {
         var jobLogger = logger
         jobLogger[metadataKey: "job"] = "\(id)"
         return Download(request: request, client: configuration.httpClient, logger: jobLogger)
+    }
+
+    /// What job `id` does with a source at `host` (`SourceJudge`), by its decision and links now.
+    func judgeSource(_ id: String, host: String, addresses: [String]) -> SourceUse {
+        guard let runtime = jobs[id], let decision = runtime.decision else { return .use }
+        // A simulation does not bind: the link the transfer runs over stands for the bound one.
+        let bound = runtime.boundLink ?? (configuration.canBind ? nil : runtime.link)
+        // Uplinks as the decision allows them; a link without a default route (a LAN) as the rule's `via` says.
+        let uplinks = Set(snapshot.uplinks.map(\.name))
+        let lans = snapshot.links.filter { !uplinks.contains($0.name) && policy.admits($0, under: decision) }
+        return SourceJudge(
+            snapshot: snapshot, allowed: Set(decision.allowedLinks + lans.map(\.name)), rule: decision.rule,
+            prefer: decision.prefer, boundLink: bound
+        ).use(host: host, addresses: addresses)
     }
 
     /// The server said the object's real length: record it and decide again before the body is read.

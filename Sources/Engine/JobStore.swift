@@ -139,6 +139,9 @@ public final class JobStore: Sendable {
             try db.execute(sql: "ALTER TABLE job ADD COLUMN metalink TEXT")
             try db.execute(sql: "ALTER TABLE job ADD COLUMN sources TEXT")
         }
+        migrator.registerMigration("v11-http2") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN http2 INTEGER")
+        }
         return migrator
     }
 

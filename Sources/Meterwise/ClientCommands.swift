@@ -93,6 +93,13 @@ struct AddCommand: AsyncParsableCommand {
             valueName: "url"))
     var proxy: String?
 
+    @Flag(
+        name: .customLong("http2"),
+        help:
+            "Speak HTTP/2 where the https server offers it: segments as streams of one connection (off by default: connections are faster; docs/get.md)."
+    )
+    var http2 = false
+
     @OptionGroup var client: ClientOptions
 
     func validate() throws {
@@ -131,6 +138,7 @@ struct AddCommand: AsyncParsableCommand {
             maxSize: maxSize.flatMap(Units.parseBytes), caFile: caFile.map(absolute),
             certFile: certFile.map(absolute), keyFile: keyFile.map(absolute), proxy: proxy)
         spec.mode = mode
+        if http2 { spec.http2 = true }
         if delta.isDelta {
             spec.zsync = true
             // A local control file's path is made absolute; a URL is left as it is.

@@ -76,6 +76,8 @@ public struct JobRecord: Sendable, Codable, Hashable {
     public var mirrors: [String]?
     /// A job's Metalink file: its URL or absolute path.
     public var metalink: String?
+    /// Whether the job speaks HTTP/2 where its https server offers it (`JobSpec.http2`); nil: HTTP/1.1.
+    public var http2: Bool?
     /// A job with several sources: what each delivered, and why one was dropped, as its transfer last said
     /// (every second while it runs, and at its end); nil for a job with one source.
     public var sources: [SourceFigures]?
@@ -91,7 +93,7 @@ public struct JobRecord: Sendable, Codable, Hashable {
         case createdAt = "created_at", updatedAt = "updated_at", ownerUID = "owner_uid", ownerGID = "owner_gid"
         case maxSize = "max_size", interruptions, discardedBytes = "discarded_bytes"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
-        case zsync, seeds, deltaBytes = "delta_bytes", mirrors, metalink, sources
+        case zsync, seeds, deltaBytes = "delta_bytes", mirrors, metalink, sources, http2
     }
 
     /// The size the policy decides on: a delta job's bytes to fetch, else the server's length, else the size

@@ -43,6 +43,9 @@ public struct JobSpec: Sendable, Codable, Hashable {
     public var metalink: String?
     /// The most mirrors a job may name.
     public static let maxMirrors = 15
+    /// Speak HTTP/2 where the https server offers it (ALPN): the job's segments become streams of one
+    /// connection. Nil or false: HTTP/1.1 connections, faster here (docs/get.md, "HTTP/2").
+    public var http2: Bool?
 
     /// Whether the job is a delta download.
     public var isDelta: Bool { zsync == true || zsyncURL != nil }
@@ -207,7 +210,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
         case url, destination, sha256, size, priority, tags, segments
         case headURL = "head_url", allowMetered = "allow_metered", allowRoaming = "allow_roaming", maxSize = "max_size"
         case caFile = "ca_file", certFile = "cert_file", keyFile = "key_file", proxy, mode
-        case zsync, zsyncURL = "zsync_url", seeds, mirrors, metalink
+        case zsync, zsyncURL = "zsync_url", seeds, mirrors, metalink, http2
     }
 
     /// Only `url` and `destination` are required; everything else has its default. A key this version does
@@ -244,6 +247,7 @@ public struct JobSpec: Sendable, Codable, Hashable {
         seeds = try c.decodeIfPresent([String].self, forKey: .seeds)
         mirrors = try c.decodeIfPresent([String].self, forKey: .mirrors)
         metalink = try c.decodeIfPresent(String.self, forKey: .metalink)
+        http2 = try c.decodeIfPresent(Bool.self, forKey: .http2)
     }
 }
 

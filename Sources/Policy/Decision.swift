@@ -23,6 +23,8 @@ public struct Decision: Sendable, Hashable {
     /// The transfer mode the matched rule or `defaults` asks for; nil when neither says (a job's own
     /// `mode` comes first, then this, then background).
     public var mode: TransferMode?
+    /// The matched rule's `prefer:`: which of a job's sources take its work while they serve; nil: all alike.
+    public var prefer: SourcePreference?
 
     public init(
         action: Action, rate: Int64? = nil, allowedLinks: [String] = [], rule: String? = nil,

@@ -171,6 +171,7 @@ public struct DecisionContext: Sendable {
                     budgetKey: rule.action == .pause ? nil : state.budgetKey)
                 var moded = decision
                 moded.mode = rule.mode ?? policy.defaults.mode
+                moded.prefer = rule.action == .pause ? nil : rule.prefer
                 return withSpentBudgets(ConnectivityGate.apply(moded, rule: rule, uplinks: gated), held)
             }
             if state.spentOnly, jobMisses.isEmpty, let spent = state.spent { held.append((rule, spent)) }

@@ -12,6 +12,7 @@ extension PolicyParser {
         var via: Via?
         var budget: Budget?
         var mode: TransferMode?
+        var prefer: SourcePreference?
         var budgetLeftNode: Node?
         var sawThrottle = false
         for (key, _, value) in reader.mapping(node, what: "rule `\(name)`", allowed: ruleKeys) {
@@ -49,6 +50,7 @@ extension PolicyParser {
                 }
             case "budget": budget = readBudget(value, rule: name, reader: &reader)
             case "mode": mode = readMode(value, reader: &reader)
+            case "prefer": prefer = readPreference(value, reader: &reader)
             default: break
             }
         }
@@ -78,8 +80,36 @@ extension PolicyParser {
             name: name, when: condition, action: action, rate: rate, via: via, budget: budget,
             origin: origin(node, reader))
         rule.mode = mode
+        rule.prefer = prefer
         return rule
     }
+
+    /// `prefer: lan`, or one host or a list of hosts (globs, matched without regard to case).
+    static func readPreference(_ node: Node, reader: inout YAMLReader) -> SourcePreference? {
+        if case .scalar = node, let text = reader.string(node, what: "prefer"), text == "lan" { return .lan }
+        var globs: [Glob] = []
+        for item in reader.list(node, what: "prefer") {
+            guard let text = reader.string(item, what: "prefer") else { continue }
+            if text == "lan" {
+                reader.record(
+                    item, "`lan` goes alone: `prefer: lan`",
+                    hint: "or list host names: `prefer: [cache.lan, mirror.example]`")
+                continue
+            }
+            if text.isEmpty || text.utf8.count > 253 || text.contains(where: { $0 == "/" || $0.isWhitespace }) {
+                reader.record(item, "bad host `\(text.prefix(60))` in prefer", hint: preferHint)
+                continue
+            }
+            switch Glob.compile(text.lowercased()) {
+            case .success(let glob): globs.append(glob)
+            case .failure(let error): reader.record(item, "bad prefer glob: \(error.message)", hint: Glob.hint)
+            }
+        }
+        return globs.isEmpty ? nil : .hosts(globs)
+    }
+
+    static let preferHint =
+        "use `prefer: lan` (sources on a local subnet) or host names as in the URLs, e.g. `prefer: [cache.lan, \"10.0.0.*\"]`"
 
     /// Reads `when:`; returns the `budget_left` node when there is one (it needs a budget on the rule).
     static func readCondition(_ node: Node, into c: inout Condition, rule: String, reader: inout YAMLReader) -> Node? {

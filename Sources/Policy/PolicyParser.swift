@@ -9,7 +9,9 @@ enum PolicyParser {
     static let networkKeys = ["name", "match", "set", "before", "enabled"]
     static let matchKeys = ["kind", "link", "ssid", "driver", "mac", "subnet", "metered_hint"]
     static let setKeys = ["metered", "labels", "roaming"]
-    static let ruleKeys = ["name", "when", "action", "throttle", "via", "budget", "mode", "before", "enabled"]
+    static let ruleKeys = [
+        "name", "when", "action", "throttle", "via", "prefer", "budget", "mode", "before", "enabled",
+    ]
     static let whenKeys = [
         "metered", "kind", "labels", "link", "roaming", "days", "time", "size", "priority", "tags",
         "allow_metered", "allow_roaming", "budget_left", "connectivity", "power", "battery", "power_saver",

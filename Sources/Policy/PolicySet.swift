@@ -47,6 +47,21 @@ public struct PolicySet: Sendable, Hashable {
         return merger.policy
     }
 
+    /// Whether a job under `decision` may move bytes over `link`, a link without a default route (a LAN the
+    /// job's sources may sit on; docs/mirrors.md): the decision's rule's `via` says, as it does for uplinks
+    /// (`unmetered`: the link's class; `any`: yes; a name: that link), and `defaults` use unmetered links only.
+    /// An uplink is allowed only when `decision.allowedLinks` lists it. Pure.
+    public func admits(_ link: Link, under decision: Decision) -> Bool {
+        guard decision.mayRun, link.isUsable, link.kind != .loopback else { return false }
+        if decision.allowedLinks.contains(link.name) { return true }
+        let via = decision.rule.flatMap { name in rules.first { $0.name == name } }?.effectiveVia ?? .unmetered
+        switch via {
+        case .any: return true
+        case .unmetered: return !classify(link: link).metered
+        case .link(let name): return name == link.name
+        }
+    }
+
     /// The class of a link: the built-in guess, then every matching `networks:` rule in order.
     public func classify(link: Link) -> NetworkClass {
         var result = NetworkClass.builtIn(for: link)

@@ -11,6 +11,8 @@ public struct Rule: Sendable, Hashable {
     public var budget: Budget?
     /// `mode:`: how the jobs it matches transfer (nil: as the job or `defaults` say; docs/background.md).
     public var mode: TransferMode?
+    /// `prefer:`: which of a job's sources take its work while they serve (nil: all alike).
+    public var prefer: SourcePreference?
     /// Where the rule was written, `file:line`.
     public var origin: String
 

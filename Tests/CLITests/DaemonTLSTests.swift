@@ -50,6 +50,49 @@ struct DaemonTLSTests {
         #expect(try SecurityTests.sha256(out) == content.sha256Hex())
     }
 
+    /// `add --http2` (the API's `http2: true`): the job's segments are streams of one HTTP/2 connection where
+    /// nginx offers it; without it, HTTP/1.1 as before. nginx's access log says which.
+    @Test(.needsNginx, arguments: [true, false])
+    func aJobSpeaksHTTP2WhenAsked(http2: Bool) async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let base = URL(fileURLWithPath: NSTemporaryDirectory() + "mw-dh2-\(UInt32.random(in: 0...UInt32.max))")
+        let www = base.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let content = RangeContent.generated(size: 24 << 20, seed: 12)
+        try Data(content.allBytes()).write(to: www.appendingPathComponent("object.bin"))
+        let nginx = try Nginx(
+            root: www.path,
+            tls: "ssl_certificate \(pki.path("server.crt")); ssl_certificate_key \(pki.path("server.key"));",
+            http2: true)
+        defer { nginx.stop() }
+        let scenario = try DaemonProcess.scenario(in: base, DaemonProcess.wifiForAnHour)
+        let daemon = try DaemonProcess(directory: base, scenario: scenario)
+        defer { daemon.kill(SIGTERM) }
+        #expect(await daemon.waitUntilListening())
+
+        let out = base.appendingPathComponent("out.bin").path
+        let add = try daemon.cli(
+            ["add", nginx.url("/object.bin"), "-o", out, "--cacert", pki.path("ca.crt"), "--segments", "4", "--json"]
+                + (http2 ? ["--http2"] : []))
+        #expect(add.status == 0, "\(add.stderr)")
+        let added = try JSONSerialization.jsonObject(with: Data(add.stdout.utf8)) as? [String: Any]
+        let record = try #require(added?["job"] as? [String: Any])
+        let id = try #require(record["id"] as? String)
+        #expect((record["http2"] as? Bool) == (http2 ? true : nil))
+        #expect(
+            await eventually(timeout: .seconds(30)) { (try? Self.job(daemon, id))??["state"] as? String == "completed" }
+        )
+        #expect(try SecurityTests.sha256(out) == content.sha256Hex())
+        let log = try String(contentsOfFile: nginx.prefix + "/logs/access.log", encoding: .utf8)
+        let ranged = log.split(separator: "\n").filter { $0.contains("\" 206 ") }
+        #expect(ranged.count >= 4, "\(log)")
+        for line in ranged {
+            #expect(line.contains(http2 ? "HTTP/2.0\" 206" : "HTTP/1.1\" 206"), "\(line)")
+        }
+    }
+
     @Test(.needsOtherUser) func aJobsCAFileIsReadWithItsOwnersRights() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import RangeServer
+import Synchronization
 import TestSupport
 import Testing
 
@@ -137,6 +138,92 @@ struct MirrorTests {
                 return nil
             }
             #expect(warnings.contains { $0.contains(dead) }, "\(warnings)")
+        }
+    }
+
+    /// `judgeSource` (the engine's links and `prefer:`): a refused source gets no request and is listed with
+    /// why; a source standing by gets no work while a preferred one serves.
+    @Test func aRefusedSourceIsNotAskedAndOneStandingByIsNotUsedWhileAnotherServes() async throws {
+        try await Self.withMirrors { m in
+            var request = m.request(m.set())
+            let (standby, refused) = (m.url(1), m.url(2))
+            request.judgeSource = { url in
+                url == refused
+                    ? .refuse("it is reached over wwan0") : url == standby ? .standby("not on the LAN") : .use
+            }
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(m.sent(0) >= Int64(Self.size))
+            #expect(m.sent(1) <= 1, "the source standing by served \(m.sent(1)) bytes (its probe: 1)")
+            let log = (try? String(contentsOfFile: m.servers[2].prefix + "/logs/access.log", encoding: .utf8)) ?? ""
+            #expect(!log.contains("GET /f.bin"), "the refused source was asked: \(log)")
+            let reports = Self.sources(events)
+            #expect(reports.first { $0.url == refused }?.dropped == "it is reached over wwan0", "\(reports)")
+            #expect(reports.first { $0.url == standby }.map { $0.dropped == nil && $0.bytes == 0 } == true)
+        }
+    }
+
+    @Test func aSourceStandingByTakesOverWhenThePreferredOneIsDropped() async throws {
+        let content = RangeContent.generated(size: 12 << 20, seed: 44)
+        // 512 KiB/s a connection: about 6 s alone.
+        let preferred = try await RangeServer.start(content: content, faults: [.throttle(bytesPerSecond: 512 << 10)])
+        let standby = try await RangeServer.start(content: content)
+        defer {
+            Task {
+                try? await preferred.shutdown()
+                try? await standby.shutdown()
+            }
+        }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        var request = DownloadRequest(url: preferred.url(), destination: fixture.path("out.bin"))
+        request.mirrors = MirrorSet(sources: [
+            MirrorSet.Source(url: preferred.url()), MirrorSet.Source(url: standby.url()),
+        ])
+        request.maxRetries = 0
+        request.judgeSource = { url in url == preferred.url() ? .use : .standby("not listed") }
+        let breaker = Task {
+            // The preferred source starts failing every request after a moment: it is dropped.
+            try await Task.sleep(for: .milliseconds(1500))
+            preferred.setFaults([.reset(after: 0, times: 1_000_000)])
+        }
+        let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+        _ = try? await breaker.value
+        #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
+        #expect(outcome.result != nil)
+        let reports = Self.sources(events)
+        #expect(reports.first { $0.url == preferred.url() }?.dropped != nil, "\(reports)")
+        let took = reports.first { $0.url == standby.url() }?.bytes ?? 0
+        #expect(took > 1 << 20, "the source standing by took over: \(reports)")
+        let warnings = events.compactMap { event -> String? in
+            if case .warning(let text) = event { return text }
+            return nil
+        }
+        #expect(warnings.contains { $0.contains("stands by (not listed)") }, "\(warnings)")
+    }
+
+    @Test func everySourceRefusedWaitsForALinkChange() async throws {
+        try await Self.withMirrors { m in
+            var request = m.request(m.set())
+            let allowed = Mutex(false)
+            request.judgeSource = { url in allowed.withLock { $0 } ? .use : .refuse("it is reached over wwan0") }
+            let download = Download(request: request)
+            let watcher = Task { () -> String? in
+                for await event in download.events {
+                    if case .retrying(_, _, let reason) = event { return reason }
+                }
+                return nil
+            }
+            let run = Task { () -> DownloadOutcome? in try? await download.run() }
+            let waited = await watcher.value
+            #expect(waited?.contains("no source may be used") == true, "\(waited ?? "")")
+            #expect(waited?.contains("reached over wwan0") == true)
+            #expect(!Fixture.exists(m.destination + ".mirror-part"))
+            #expect(m.sent(0) == 0 && m.sent(1) == 0 && m.sent(2) == 0)
+            allowed.withLock { $0 = true }
+            download.retryNow()
+            let outcome = await run.value
+            #expect(outcome?.result?.sha256 == m.sha)
         }
     }
 

@@ -28,6 +28,8 @@ final class MirrorFetch: Sendable {
         var failures = 0
         var rate = RateEstimate()
         var lastByte: ContinuousClock.Instant?
+        /// Takes work only while no other source is left (`SourceUse.standby`).
+        var standby = false
     }
 
     struct State {
@@ -58,14 +60,20 @@ final class MirrorFetch: Sendable {
     let names: OutputNames
     let resumed: Int64
     let connectionsPerSource: Int
+    /// Sources the caller refused (`SourceUse.refuse`), listed in the reports as dropped.
+    let notUsed: [SourceReport]
 
     init(
-        run: MirrorRun, sources: [MirrorRun.Probe], board: PieceBoard, fd: Int32, check: PieceCheck, crcs: [UInt32],
+        run: MirrorRun, sources: [MirrorRun.Probe], notUsed: [SourceReport] = [], board: PieceBoard, fd: Int32,
+        check: PieceCheck, crcs: [UInt32],
         record: @escaping @Sendable ([Bool], [UInt32]) -> PieceRecord, directory: OutputDirectory,
         names: OutputNames, resumed: Int64
     ) {
         self.run = run
-        let list = sources.map { Source(url: $0.url, display: $0.display, validators: $0.validators) }
+        let list = sources.map {
+            Source(url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby != nil)
+        }
+        self.notUsed = notUsed
         var crcs = crcs
         if case .crc32c = check, crcs.count != board.pieceCount { crcs = Array(repeating: 0, count: board.pieceCount) }
         state = Mutex(State(board: board, sources: list, crcs: crcs))
@@ -75,9 +83,12 @@ final class MirrorFetch: Sendable {
         self.directory = directory
         self.names = names
         self.resumed = resumed
-        // Four connections in all by default (`--segments`), at least one per source.
+        // Four connections in all by default (`--segments`), at least one per source; shared by the sources
+        // that take work first (a source standing by takes over another's share).
         let wanted = run.request.segments ?? 4
-        connectionsPerSource = max(1, (wanted + list.count - 1) / max(1, list.count))
+        let first = list.filter { !$0.standby }.count
+        let working = first > 0 ? first : list.count
+        connectionsPerSource = max(1, (wanted + working - 1) / max(1, working))
     }
 
     var download: Download { run.download }
@@ -96,7 +107,7 @@ final class MirrorFetch: Sendable {
 
     func reports() -> [SourceReport] {
         state.withLock { s in
-            s.sources.map { SourceReport(url: $0.display, bytes: $0.bytes, dropped: $0.dropped) }
+            s.sources.map { SourceReport(url: $0.display, bytes: $0.bytes, dropped: $0.dropped) } + notUsed
         }
     }
 
@@ -148,9 +159,16 @@ final class MirrorFetch: Sendable {
     /// than its share of what is left, so the sources end together.
     private func span(for source: Int, _ s: State) -> Int64 {
         let rate = s.sources[source].rate.estimate
-        let share =
-            s.board.pendingBytes / Int64(max(1, s.sources.filter { $0.dropped == nil }.count * connectionsPerSource))
+        let share = s.board.pendingBytes / Int64(max(1, Self.working(s).count * connectionsPerSource))
         return max(s.board.pieceLength, min(Self.maxSpan, Int64(rate * 2), share))
+    }
+
+    /// The sources that take work now: every live source that does not stand by, or, when none is left, the
+    /// live ones standing by.
+    static func working(_ s: State) -> [Int] {
+        let live = s.sources.indices.filter { s.sources[$0].dropped == nil }
+        let first = live.filter { !s.sources[$0].standby }
+        return first.isEmpty ? live : first
     }
 
     private enum Taken {
@@ -163,6 +181,8 @@ final class MirrorFetch: Sendable {
         let now = ContinuousClock.now
         return state.withLock { s in
             guard s.sources[source].dropped == nil, !s.board.isComplete else { return .done }
+            // Standing by while a preferred source is left.
+            if s.sources[source].standby, !Self.working(s).contains(source) { return .wait }
             let maxBytes = span(for: source, s)
             if let taken = s.board.take(source: source, maxBytes: maxBytes, now: now) {
                 return .span(id: taken.id, range: taken.range)

@@ -54,6 +54,31 @@ struct MirrorRun: Sendable {
         guard !usable.isEmpty else {
             throw TransferError(.noSources, "No source of the file can be used; give at least one http(s) URL.")
         }
+        // The engine's word on each source (the link it is reached over, the policy's `prefer:`): the refused are
+        // left out, and while every source is refused the download waits for a link change.
+        var standby: [String: String] = [:]
+        var refused: [SourceReport] = []
+        if let judge = request.judgeSource {
+            let candidates = usable
+            var attempt = 0
+            while true {
+                (usable, standby, refused) = await Self.judged(candidates, judge: judge)
+                if !usable.isEmpty { break }
+                attempt += 1
+                let delay = Duration.seconds(min(60, 5 * attempt))
+                let reason =
+                    "no source may be used over the links this job may use now ("
+                    + refused.map { "\($0.url): \($0.dropped ?? "")" }.joined(separator: "; ")
+                    + "); waiting for a link change"
+                download.sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
+                switch await download.waitForWakeOrStop(delay) {
+                case .pause?: return .paused
+                case .cancel?: return .cancelled
+                case nil: continue
+                }
+            }
+            for report in refused { download.sink.yield(.warning("Not using \(report.url): \(report.dropped ?? "").")) }
+        }
         let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
         let names = OutputNames(destination: request.destination)
         if directory.exists(names.final) && !request.force {
@@ -97,7 +122,14 @@ struct MirrorRun: Sendable {
         where set.hashes[kind] == nil {
             set.hashes[kind] = digest
         }
+        for i in sources.indices { sources[i].standby = standby[sources[i].source.url] }
         let live = Array(sources.filter { $0.problem == nil }.prefix(MirrorSet.maxSources))
+        for waiting in live where waiting.standby != nil && live.contains(where: { $0.standby == nil }) {
+            download.sink.yield(
+                .warning(
+                    "\(waiting.display) stands by (\(Self.clause(waiting.standby ?? ""))): it takes over if the preferred sources are dropped."
+                ))
+        }
         for dropped in sources where dropped.problem != nil {
             download.sink.yield(.warning("Not using \(dropped.display): \(dropped.problem ?? "")."))
         }
@@ -186,7 +218,7 @@ struct MirrorRun: Sendable {
         let board = PieceBoard(total: total, pieceLength: pieceLength, verified: verified)
         let resumed = board.verifiedBytes
         let fetch = MirrorFetch(
-            run: self, sources: live, board: board, fd: partial.fd, check: check, crcs: crcs,
+            run: self, sources: live, notUsed: refused, board: board, fd: partial.fd, check: check, crcs: crcs,
             record: { verified, crcs in
                 PieceRecord(
                     total: total, pieceLength: pieceLength, check: check.name, identity: identity, verified: verified,
@@ -319,6 +351,29 @@ struct MirrorRun: Sendable {
         var digests: [Metalink.HashKind: [UInt8]] = [:]
         /// Why it is not used; nil when it is.
         var problem: String?
+        /// Why it stands by (`SourceUse.standby`): it takes work only while no other source is left.
+        var standby: String?
+    }
+
+    /// The sources `judge` lets the download use, why each of the others stands by (by URL), and the refused
+    /// ones with why.
+    static func judged(_ sources: [MirrorSet.Source], judge: @Sendable (String) async -> SourceUse) async -> (
+        [MirrorSet.Source], [String: String], [SourceReport]
+    ) {
+        var kept: [MirrorSet.Source] = []
+        var standby: [String: String] = [:]
+        var refused: [SourceReport] = []
+        for source in sources {
+            switch await judge(source.url) {
+            case .use: kept.append(source)
+            case .standby(let why):
+                kept.append(source)
+                standby[source.url] = why
+            case .refuse(let why):
+                refused.append(SourceReport(url: RedactedURL.redact(source.url), bytes: 0, dropped: why))
+            }
+        }
+        return (kept, standby, refused)
     }
 
     /// Asks every source for byte 0 at once.

@@ -62,6 +62,11 @@ public struct DownloadRequest: Sendable {
     /// Whom https servers are verified against and which client certificate is shown (the system's CA
     /// store and none by default).
     public var tls: TLSSettings = .system
+    /// A download with several sources (`mirrors`): asked of each source's URL (and of where a redirect led)
+    /// before any request goes to it. `.refuse` leaves it out, `.standby` uses it only while no other source
+    /// is left; when every source is refused the download waits for `retryNow()` (a link change) and asks
+    /// again. Nil: every source is used.
+    public var judgeSource: (@Sendable (_ url: String) async -> SourceUse)?
     /// Speak HTTP/2 where an https server offers it (ALPN): the segments are streams of one connection.
     /// Off by default: on the figures of bench/download, connections are faster here (docs/get.md).
     public var http2 = false

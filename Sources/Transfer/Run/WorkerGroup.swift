@@ -44,3 +44,24 @@ extension Download {
         }
     }
 }
+
+extension Download {
+    /// Waits `delay`, or until `retryNow()` (a link change), or until a stop is asked: that stop's reason, or
+    /// nil when the wait ended otherwise.
+    func waitForWakeOrStop(_ delay: Duration) async -> StopReason? {
+        let stopSignal = makeStopSignal()
+        return await withTaskGroup(of: StopReason?.self) { group in
+            group.addTask {
+                for await reason in stopSignal { return reason }
+                return nil
+            }
+            group.addTask {
+                try? await self.wake.sleep(for: delay)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+}

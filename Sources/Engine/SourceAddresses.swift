@@ -1,0 +1,49 @@
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The addresses a source's host stands for, for `SourceJudge`: an address as written, or what the system's
+/// resolver answers (on a thread of its own: `getaddrinfo` blocks).
+enum SourceAddresses {
+    /// At most this many addresses of one name are looked at.
+    static let maxAddresses = 16
+
+    static func resolve(_ host: String) async -> [String] {
+        if isAddress(host) { return [host] }
+        return await withCheckedContinuation { (c: CheckedContinuation<[String], Never>) in
+            DispatchQueue.global().async { c.resume(returning: lookUp(host)) }
+        }
+    }
+
+    /// Whether `text` is an IPv4 or IPv6 address (not a name).
+    static func isAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        let bare = text.split(separator: "%", maxSplits: 1).first.map(String.init) ?? text
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
+    }
+
+    /// `getaddrinfo` for TCP; the addresses as text, with an IPv6 link-local zone as `%link`.
+    static func lookUp(_ host: String) -> [String] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return [] }
+        defer { freeaddrinfo(first) }
+        var out: [String] = []
+        var node: UnsafeMutablePointer<addrinfo>? = first
+        while let n = node, out.count < maxAddresses {
+            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if let address = n.pointee.ai_addr,
+                getnameinfo(address, n.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0
+            {
+                let shown = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if !out.contains(shown) { out.append(shown) }
+            }
+            node = n.pointee.ai_next
+        }
+        return out
+    }
+}
