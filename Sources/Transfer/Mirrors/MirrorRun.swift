@@ -357,14 +357,21 @@ struct MirrorRun: Sendable {
 
     /// The sources `judge` lets the download use, why each of the others stands by (by URL), and the refused
     /// ones with why.
-    static func judged(_ sources: [MirrorSet.Source], judge: @Sendable (String) async -> SourceUse) async -> (
+    static func judged(_ sources: [MirrorSet.Source], judge: @escaping @Sendable (String) async -> SourceUse) async -> (
         [MirrorSet.Source], [String: String], [SourceReport]
     ) {
+        // Asked at once: each may wait on the resolver.
+        let uses = await withTaskGroup(of: (Int, SourceUse).self) { group in
+            for (i, source) in sources.enumerated() { group.addTask { (i, await judge(source.url)) } }
+            var out = [SourceUse](repeating: .use, count: sources.count)
+            for await (i, use) in group { out[i] = use }
+            return out
+        }
         var kept: [MirrorSet.Source] = []
         var standby: [String: String] = [:]
         var refused: [SourceReport] = []
-        for source in sources {
-            switch await judge(source.url) {
+        for (source, use) in zip(sources, uses) {
+            switch use {
             case .use: kept.append(source)
             case .standby(let why):
                 kept.append(source)
