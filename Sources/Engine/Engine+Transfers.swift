@@ -230,7 +230,9 @@ extension Engine {
                         "scanned \(seed) in \(String(format: "%.1f", seconds)) s: \(blocks) of \(of) blocks found"))
             }
         case let .sources(list, _):
-            jobs[id]?.record.sources = list.map { SourceFigures(url: $0.url, bytes: $0.bytes, dropped: $0.dropped) }
+            jobs[id]?.record.sources = list.map {
+                SourceFigures(url: $0.url, bytes: $0.bytes, dropped: $0.dropped, standby: $0.standby)
+            }
         }
     }
 

@@ -25,6 +25,17 @@ enum SourceAddresses {
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
     }
 
+    /// The IPv4 address an IPv4-mapped IPv6 address (`::ffff:127.0.0.3`, `::ffff:7f00:3`) stands for, as
+    /// dotted text; any other text as it is. Pure.
+    static func unmapped(_ address: String) -> String {
+        guard address.contains(":"), !address.contains("%") else { return address }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        guard bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff else { return address }
+        return bytes[12..<16].map(String.init).joined(separator: ".")
+    }
+
     /// `getaddrinfo` for TCP; the addresses as text, with an IPv6 link-local zone as `%link`.
     static func lookUp(_ host: String) -> [String] {
         var hints = addrinfo()

@@ -24,8 +24,10 @@ struct SourceJudge: Sendable {
         var local: Bool
     }
 
-    /// The route to `address` (IPv4 or IPv6 text; an IPv6 zone, `fe80::1%eth0`, names its link).
+    /// The route to `address` (IPv4 or IPv6 text; an IPv6 zone, `fe80::1%eth0`, names its link; an IPv4
+    /// address mapped into IPv6, `::ffff:10.0.0.1`, is that IPv4 address).
     func route(_ address: String) -> Route {
+        let address = SourceAddresses.unmapped(address)
         if let percent = address.firstIndex(of: "%") {
             let zone = String(address[address.index(after: percent)...])
             let link = snapshot.link(named: zone)

@@ -357,6 +357,7 @@ enum JobText {
         for source in status.job.sources ?? [] {
             text += "\n  source \(shown(source.url)): \(Units.formatBytes(source.bytes))"
             if let why = source.dropped { text += ", dropped: \(shown(why))" }
+            if let why = source.standby { text += ", standing by: \(shown(why))" }
         }
         if let toFetch = status.job.deltaBytes, let total = status.job.totalBytes {
             text +=

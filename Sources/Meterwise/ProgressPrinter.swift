@@ -130,7 +130,8 @@ final class ProgressPrinter: Sendable {
         case .sources(let list, let final):
             guard final else { break }
             for source in list {
-                let state = source.dropped.map { "dropped: \($0)" } ?? "used"
+                let state =
+                    source.dropped.map { "dropped: \($0)" } ?? source.standby.map { "standing by: \($0)" } ?? "used"
                 line("  \(source.url): \(Units.formatBytes(source.bytes)), \(state)")
             }
         }
@@ -264,6 +265,7 @@ final class ProgressPrinter: Sendable {
                             .object([
                                 ("url", .string(source.url)), ("bytes", .int(source.bytes)),
                                 ("dropped", source.dropped.map { .string($0) } ?? .null),
+                                ("standby", source.standby.map { .string($0) } ?? .null),
                             ])
                         })
                 ),

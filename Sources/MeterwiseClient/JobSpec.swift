@@ -329,11 +329,15 @@ public struct SourceFigures: Sendable, Codable, Hashable {
     public var bytes: Int64
     /// Why it was dropped; nil while it is used.
     public var dropped: String?
+    /// Why it stands by: the policy prefers other sources (`prefer:`), and it takes work only when those are
+    /// dropped; nil while it takes work.
+    public var standby: String?
 
-    public init(url: String, bytes: Int64, dropped: String?) {
+    public init(url: String, bytes: Int64, dropped: String?, standby: String? = nil) {
         self.url = url
         self.bytes = bytes
         self.dropped = dropped
+        self.standby = standby
     }
 }
 

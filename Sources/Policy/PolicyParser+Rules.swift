@@ -86,18 +86,36 @@ extension PolicyParser {
 
     /// `prefer: lan`, or one host or a list of hosts (globs, matched without regard to case).
     static func readPreference(_ node: Node, reader: inout YAMLReader) -> SourcePreference? {
-        if case .scalar = node, let text = reader.string(node, what: "prefer"), text == "lan" { return .lan }
+        let items: [Node]
+        switch node {
+        case .scalar(let scalar):
+            if scalar.string.lowercased() == "lan" { return .lan }
+            items = [node]
+        case .sequence(let sequence):
+            items = Array(sequence)
+            if items.isEmpty {
+                reader.record(node, "prefer lists no host", hint: preferHint)
+                return nil
+            }
+        default:
+            reader.record(node, "prefer is `lan` or a list of hosts", hint: preferHint)
+            return nil
+        }
         var globs: [Glob] = []
-        for item in reader.list(node, what: "prefer") {
-            guard let text = reader.string(item, what: "prefer") else { continue }
-            if text == "lan" {
+        for item in items {
+            guard case .scalar(let scalar) = item else {
+                reader.record(item, "each host in prefer is one name, address or glob", hint: preferHint)
+                continue
+            }
+            let text = scalar.string
+            if text.lowercased() == "lan" {
                 reader.record(
                     item, "`lan` goes alone: `prefer: lan`",
                     hint: "or list host names: `prefer: [cache.lan, mirror.example]`")
                 continue
             }
-            if text.isEmpty || text.utf8.count > 253 || text.contains(where: { $0 == "/" || $0.isWhitespace }) {
-                reader.record(item, "bad host `\(text.prefix(60))` in prefer", hint: preferHint)
+            if let problem = hostProblem(text) {
+                reader.record(item, "bad host `\(text.prefix(60))` in prefer: \(problem)", hint: preferHint)
                 continue
             }
             switch Glob.compile(text.lowercased()) {
@@ -106,6 +124,21 @@ extension PolicyParser {
             }
         }
         return globs.isEmpty ? nil : .hosts(globs)
+    }
+
+    /// Why `text` cannot be a host (or a glob of hosts) as a URL writes it; nil when it can.
+    static func hostProblem(_ text: String) -> String? {
+        if text.isEmpty { return "it is empty" }
+        if text.utf8.count > 253 { return "a host name is at most 253 bytes" }
+        if text.contains("/") { return "give the host alone, not a URL" }
+        if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) {
+            return "it contains spaces or control characters"
+        }
+        if ["true", "false", "yes", "no", "on", "off", "null", "~"].contains(text.lowercased()) {
+            return "a yes/no or null is not a host"
+        }
+        if text.allSatisfy(\.isNumber) { return "a number is not a host; an address has dots (10.0.0.5)" }
+        return nil
     }
 
     static let preferHint =

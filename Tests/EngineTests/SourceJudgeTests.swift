@@ -36,6 +36,12 @@ import Transfer
         #expect(j.route("127.0.0.1") == .init(link: nil, local: true))
         #expect(j.route("::1") == .init(link: nil, local: true))
         #expect(j.route("fe80::1%wwan0") == .init(link: "wwan0", local: true))
+        // An IPv4 address mapped into IPv6 is that IPv4 address, however it is written.
+        #expect(j.route("::ffff:10.77.2.9") == .init(link: "wwan0", local: true))
+        #expect(j.route("::ffff:a4d:209") == .init(link: "wwan0", local: true))
+        #expect(j.route("0:0:0:0:0:ffff:10.77.2.9") == .init(link: "wwan0", local: true))
+        #expect(SourceAddresses.unmapped("::1") == "::1")
+        #expect(SourceAddresses.unmapped("2001:db8::1") == "2001:db8::1")
         #expect(j.route("203.0.113.5") == .init(link: "wlan0", local: false))
         // Bound to a link with its own default route: off-subnet traffic leaves there.
         #expect(judge(allowed: ["wwan0"], bound: "wwan0").route("203.0.113.5") == .init(link: "wwan0", local: false))

@@ -25,6 +25,7 @@ import Testing
         #expect(hosts.prefer?.listsHost("10.0.0.7") == true)
         #expect(hosts.prefer?.listsHost("mirror.example") == false)
         #expect(SourcePreference.lan.listsHost("cache.lan") == false)
+        #expect(try decide("rules:\n  - name: r\n    action: run\n    prefer: LAN\n").prefer == .lan)
         let one = try decide("rules:\n  - name: r\n    action: run\n    prefer: cache.lan\n")
         #expect(one.prefer?.listsHost("cache.lan") == true)
         // No `prefer`, a pause, or the defaults: none.
@@ -38,13 +39,20 @@ import Testing
         ("prefer: \"\"", 4, "bad host"),
         ("prefer: [\"http://cache/\"]", 4, "bad host"),
         ("prefer: [\"[x\"]", 4, "bad prefer glob"),
-        ("prefer: { lan: yes }", 4, "must be a list"),
+        ("prefer: { lan: yes }", 4, "prefer is `lan` or a list of hosts"),
+        ("prefer: []", 4, "lists no host"),
+        ("prefer: [[a]]", 4, "one name, address or glob"),
+        ("prefer: 42", 4, "a number is not a host"),
+        ("prefer: true", 4, "yes/no or null"),
+        ("prefer: [null]", 4, "yes/no or null"),
+        ("prefer: \"a\\u0000b\"", 4, "control characters"),
     ])
     func aBadPreferenceIsAnErrorAtItsLine(line: String, at: Int, says: String) throws {
         let issues = Fixtures.issues("rules:\n  - name: r\n    action: run\n    \(line)\n")
         let issue = try #require(issues.first)
         #expect(issue.line == at)
         #expect(issue.message.contains(says), "\(issue.message)")
+        #expect(issue.hint != nil, "\(issue.message) has no hint")
     }
 
     @Test func aLinkWithoutADefaultRouteIsAdmittedAsTheRulesViaSays() throws {

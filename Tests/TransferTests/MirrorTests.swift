@@ -202,6 +202,81 @@ struct MirrorTests {
         #expect(warnings.contains { $0.contains("stands by (not listed)") }, "\(warnings)")
     }
 
+    /// `no_proxy` per source: a source whose host is in `no_proxy` is fetched directly while the others go
+    /// through the proxy (one client per proxy choice, `SourceClients`).
+    @Test(.needsProxy, .needsOpenSSL) func eachSourceTakesItsOwnProxyChoice() async throws {
+        let proxy = try Tinyproxy()
+        defer { proxy.stop() }
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let content = RangeContent.generated(size: 8 << 20, seed: 45)
+        let proxied = try await RangeServer.start(
+            content: content, faults: [.throttle(bytesPerSecond: 2 << 20)], tls: try pki.serverTLS())
+        let direct = try await RangeServer.start(
+            content: content, faults: [.throttle(bytesPerSecond: 2 << 20)], tls: try pki.serverTLS())
+        defer {
+            Task {
+                try? await proxied.shutdown()
+                try? await direct.shutdown()
+            }
+        }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let directURL = "https://localhost:\(direct.port)/f"
+        var request = DownloadRequest(url: proxied.url(), destination: fixture.path("out.bin"))
+        request.mirrors = MirrorSet(sources: [MirrorSet.Source(url: proxied.url()), MirrorSet.Source(url: directURL)])
+        request.tls = try TLSSettings.load(caFile: pki.path("ca.crt"))
+        request.proxy = try ProxySettings.environment(["https_proxy": proxy.url, "no_proxy": "localhost"])
+        let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+        #expect(outcome.result != nil)
+        #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
+        let reports = Self.sources(events)
+        #expect(reports.allSatisfy { $0.bytes > 0 && $0.dropped == nil }, "\(reports)")
+        #expect(proxy.connects.contains("127.0.0.1:\(proxied.port)"), "\(proxy.log)")
+        #expect(!proxy.connects.contains { $0.hasPrefix("localhost:") }, "the no_proxy source went through the proxy")
+        #expect(direct.requestCount >= 2)
+    }
+
+    /// No source answering (no connection) is an outage, not the end: they are asked again with back-off,
+    /// as a single-source download retries, and a source that comes up is used.
+    @Test func sourcesThatDoNotAnswerYetAreAskedAgain() async throws {
+        let (a, b) = (try Nginx.freePort(), try Nginx.freePort())
+        let content = RangeContent.generated(size: 4 << 20, seed: 46)
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let urls = ["http://127.0.0.1:\(a)/f", "http://127.0.0.1:\(b)/f"]
+        var request = DownloadRequest(url: urls[0], destination: fixture.path("out.bin"))
+        request.mirrors = MirrorSet(sources: urls.map { MirrorSet.Source(url: $0) })
+        request.maxRetries = 8
+        let late = Task { () -> RangeServer in
+            try await Task.sleep(for: .milliseconds(800))
+            return try await RangeServer.start(port: b, content: content)
+        }
+        let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+        let server = try await late.value
+        defer { Task { try? await server.shutdown() } }
+        #expect(outcome.result != nil)
+        #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
+        let retries = events.compactMap { event -> String? in
+            if case .retrying(_, _, let reason) = event { return reason }
+            return nil
+        }
+        #expect(retries.first?.contains("no source answered") == true, "\(retries)")
+        let reports = Self.sources(events)
+        #expect(reports.first { $0.url == urls[0] }?.dropped?.contains("refused") == true, "\(reports)")
+
+        // Without retries, the first round decides.
+        request.maxRetries = 0
+        request.destination = fixture.path("none.bin")
+        request.mirrors = MirrorSet(sources: [MirrorSet.Source(url: urls[0])])
+        do throws(TransferError) {
+            _ = try await Download(request: request).run()
+            Issue.record("a dead source completed")
+        } catch {
+            #expect(error.code == .noSources, "\(error)")
+        }
+    }
+
     @Test func everySourceRefusedWaitsForALinkChange() async throws {
         try await Self.withMirrors { m in
             var request = m.request(m.set())

@@ -28,8 +28,8 @@ final class MirrorFetch: Sendable {
         var failures = 0
         var rate = RateEstimate()
         var lastByte: ContinuousClock.Instant?
-        /// Takes work only while no other source is left (`SourceUse.standby`).
-        var standby = false
+        /// Why it takes work only while no other source is left (`SourceUse.standby`); nil: it takes work.
+        var standby: String?
     }
 
     struct State {
@@ -71,7 +71,7 @@ final class MirrorFetch: Sendable {
     ) {
         self.run = run
         let list = sources.map {
-            Source(url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby != nil)
+            Source(url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby)
         }
         self.notUsed = notUsed
         var crcs = crcs
@@ -86,7 +86,7 @@ final class MirrorFetch: Sendable {
         // Four connections in all by default (`--segments`), at least one per source; shared by the sources
         // that take work first (a source standing by takes over another's share).
         let wanted = run.request.segments ?? 4
-        let first = list.filter { !$0.standby }.count
+        let first = list.filter { $0.standby == nil }.count
         let working = first > 0 ? first : list.count
         connectionsPerSource = max(1, (wanted + working - 1) / max(1, working))
     }
@@ -107,7 +107,13 @@ final class MirrorFetch: Sendable {
 
     func reports() -> [SourceReport] {
         state.withLock { s in
-            s.sources.map { SourceReport(url: $0.display, bytes: $0.bytes, dropped: $0.dropped) } + notUsed
+            let working = Self.working(s)
+            return s.sources.indices.map { i in
+                let source = s.sources[i]
+                return SourceReport(
+                    url: source.display, bytes: source.bytes, dropped: source.dropped,
+                    standby: source.dropped == nil && !working.contains(i) ? source.standby : nil)
+            } + notUsed
         }
     }
 
@@ -167,7 +173,7 @@ final class MirrorFetch: Sendable {
     /// live ones standing by.
     static func working(_ s: State) -> [Int] {
         let live = s.sources.indices.filter { s.sources[$0].dropped == nil }
-        let first = live.filter { !s.sources[$0].standby }
+        let first = live.filter { s.sources[$0].standby == nil }
         return first.isEmpty ? live : first
     }
 
@@ -182,7 +188,7 @@ final class MirrorFetch: Sendable {
         return state.withLock { s in
             guard s.sources[source].dropped == nil, !s.board.isComplete else { return .done }
             // Standing by while a preferred source is left.
-            if s.sources[source].standby, !Self.working(s).contains(source) { return .wait }
+            if s.sources[source].standby != nil, !Self.working(s).contains(source) { return .wait }
             let maxBytes = span(for: source, s)
             if let taken = s.board.take(source: source, maxBytes: maxBytes, now: now) {
                 return .span(id: taken.id, range: taken.range)
@@ -325,7 +331,7 @@ final class MirrorFetch: Sendable {
         let (url, validators) = state.withLock { ($0.sources[source].url, $0.sources[source].validators) }
         let answer: RequestSender.Answer
         do {
-            answer = try await run.sender.get(
+            answer = try await run.sender(for: url).get(
                 url, range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)", validators: validators)
         } catch {
             if Task.isCancelled { return .done }
@@ -408,7 +414,8 @@ final class MirrorFetch: Sendable {
         } catch {
             if Task.isCancelled { return .done }
             return .again(
-                reason: "the connection failed at byte \(position) (\(error))", progressed: position > range.lowerBound)
+                reason: "the connection failed at byte \(position) (\(FailureText.describe(error)))",
+                progressed: position > range.lowerBound)
         }
         if Task.isCancelled { return .done }
         if position < range.upperBound, state.withLock({ $0.board.isOpen(id) }) {
@@ -465,10 +472,13 @@ public struct SourceReport: Sendable, Equatable {
     public var bytes: Int64
     /// Why it was dropped; nil while it is used.
     public var dropped: String?
+    /// Why it stands by (it takes work when the preferred sources are dropped); nil while it takes work.
+    public var standby: String?
 
-    public init(url: String, bytes: Int64, dropped: String? = nil) {
+    public init(url: String, bytes: Int64, dropped: String? = nil, standby: String? = nil) {
         self.url = url
         self.bytes = bytes
         self.dropped = dropped
+        self.standby = standby
     }
 }

@@ -12,11 +12,11 @@ import Glibc
 /// checkpoint `NAME.mirror-part.pieces`: the pieces verified so far.
 struct MirrorRun: Sendable {
     let download: Download
-    let client: HTTPClient
-    let forwarder: HTTPClient?
+    let clients: SourceClients
     let set: MirrorSet
     var request: DownloadRequest { download.request }
-    var sender: RequestSender { RequestSender(download: download, client: client, forwarder: forwarder) }
+    /// A sender for requests to `url`, through the proxy chosen for it (`no_proxy` may differ per source).
+    func sender(for url: String) -> RequestSender { clients.sender(for: url) }
 
     /// The piece length without Metalink pieces: 1 MiB, small enough to spread, large enough for few requests;
     /// doubled for very large files so there are never more than 1 Mi pieces (the board keeps a few bytes each).
@@ -89,14 +89,34 @@ struct MirrorRun: Sendable {
         try directory.checkWritable()
 
         // Which sources agree on the file: the first `maxSources` that answer, of at most four times as many.
+        // When none answers and every failure may pass (no connection, a 5xx, a timeout), they are asked again
+        // as a single-source download retries (`--retries`; a daemon job without end), woken by a link change.
         var sources: [Probe] = []
         var next = 0
-        while next < usable.count, next < 4 * MirrorSet.maxSources,
-            sources.filter({ $0.problem == nil }).count < MirrorSet.maxSources
-        {
-            let batch = Array(usable[next..<min(usable.count, next + MirrorSet.maxSources)])
-            next += batch.count
-            sources += await probe(batch)
+        var attempt = 0
+        while true {
+            sources = []
+            next = 0
+            while next < usable.count, next < 4 * MirrorSet.maxSources,
+                sources.filter({ $0.problem == nil }).count < MirrorSet.maxSources
+            {
+                let batch = Array(usable[next..<min(usable.count, next + MirrorSet.maxSources)])
+                next += batch.count
+                sources += await probe(batch)
+            }
+            guard sources.allSatisfy({ $0.problem != nil && $0.transient }) else { break }
+            attempt += 1
+            guard let delay = download.retry.delay(attempt: attempt, retryAfter: nil, jitter: .random(in: 0..<1))
+            else { break }
+            let reason =
+                "no source answered ("
+                + sources.map { "\($0.display): \(Self.clause($0.problem ?? ""))" }.joined(separator: "; ") + ")"
+            download.sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
+            switch await download.waitForWakeOrStop(delay) {
+            case .pause?: return .paused
+            case .cancel?: return .cancelled
+            case nil: continue
+            }
         }
         if next < usable.count {
             download.sink.yield(
@@ -131,7 +151,9 @@ struct MirrorRun: Sendable {
                 ))
         }
         for dropped in sources where dropped.problem != nil {
-            download.sink.yield(.warning("Not using \(dropped.display): \(dropped.problem ?? "")."))
+            download.sink.yield(.warning("Not using \(dropped.display): \(Self.clause(dropped.problem ?? ""))."))
+            // Listed with the others (`status`, the sources event), with why.
+            refused.append(SourceReport(url: dropped.display, bytes: 0, dropped: dropped.problem))
         }
         guard !live.isEmpty else {
             throw TransferError(
@@ -353,6 +375,8 @@ struct MirrorRun: Sendable {
         var problem: String?
         /// Why it stands by (`SourceUse.standby`): it takes work only while no other source is left.
         var standby: String?
+        /// Whether `problem` may pass by itself (no connection, a timeout, a 5xx): worth asking again.
+        var transient = false
     }
 
     /// The sources `judge` lets the download use, why each of the others stands by (by URL), and the refused
@@ -404,9 +428,11 @@ struct MirrorRun: Sendable {
         var found = Probe(source: source, url: source.url, display: RedactedURL.redact(source.url))
         let answer: RequestSender.Answer
         do {
-            answer = try await sender.get(source.url, range: "bytes=0-0", validators: nil)
+            answer = try await sender(for: source.url).get(source.url, range: "bytes=0-0", validators: nil)
         } catch {
             found.problem = error.message
+            // A redirect refused by policy will not pass; a failed connection may.
+            found.transient = error.code == .retriesExhausted
             return found
         }
         found.url = answer.url
@@ -439,6 +465,7 @@ struct MirrorRun: Sendable {
             }
         default:
             found.problem = "it answered HTTP \(status)"
+            found.transient = [408, 425, 429].contains(status) || (500...599).contains(status)
         }
         return found
     }
@@ -498,7 +525,7 @@ struct MirrorRun: Sendable {
             return try Metalink.parse(bytes, source: location)
         }
         if let problem = DownloadURL.problem(location) { throw TransferError(.invalidURL, problem + ".") }
-        let answer = try await sender.get(location, range: nil, validators: nil)
+        let answer = try await sender(for: location).get(location, range: nil, validators: nil)
         let status = Int(answer.response.status.code)
         guard status == 200 else {
             throw TransferError(

@@ -213,12 +213,16 @@ public final class Download: Sendable {
                 )
             }
         }
+        // A download with several sources may need a client per proxy choice (`SourceClients`).
+        let sources = SourceClients(
+            download: self, client: client, forwarder: forwarder,
+            choice: ownClient == nil ? nil : request.proxy.server(for: request.url), tap: tap, canMake: ownClient != nil
+        )
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
             var delta: DownloadOutcome?
             if let mirrors = request.mirrors {
-                delta = try await MirrorRun(download: self, client: client, forwarder: forwarder, set: mirrors)
-                    .perform()
+                delta = try await MirrorRun(download: self, clients: sources, set: mirrors).perform()
             } else if let source = request.delta {
                 switch try await DeltaRun(download: self, client: client, forwarder: forwarder, source: source)
                     .perform()
@@ -240,12 +244,13 @@ public final class Download: Sendable {
                     sink.yield(.warning("The server answered with a Metalink file; downloading from its sources."))
                     let set = MirrorSet(sources: [], metalinkURL: answer.url)
                     result = .success(
-                        try await MirrorRun(download: self, client: client, forwarder: forwarder, set: set).perform())
+                        try await MirrorRun(download: self, clients: sources, set: set).perform())
                 }
             }
         } catch {
             result = .failure(error)
         }
+        await sources.shutdown()
         if let ownClient { try? await ownClient.shutdown() }
         if let forwarder { try? await forwarder.shutdown() }
         let waiters = control.withLock { s -> [CheckedContinuation<Bool, Never>] in

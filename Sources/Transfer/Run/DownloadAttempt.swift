@@ -529,7 +529,7 @@ extension DownloadRun {
         } catch {
             if Task.isCancelled { return .end(.ended) }
             return .retry(
-                after: nil, reason: "the connection failed at byte \(position) (\(error))",
+                after: nil, reason: "the connection failed at byte \(position) (\(FailureText.describe(error)))",
                 progressed: position > offset)
         }
         if Task.isCancelled { return .end(.ended) }

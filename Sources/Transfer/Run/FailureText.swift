@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOPosix
 import NIOSSL
 
 #if canImport(Glibc)
@@ -12,6 +13,17 @@ import Glibc
 enum FailureText {
     static func describe(_ error: any Error) -> String {
         if let io = error as? IOError { return errnoText(io.errnoCode) }
+        if let connection = error as? NIOConnectionError {
+            // Every address failed: say the first one's reason; no address: the name did not resolve.
+            if let first = connection.connectionErrors.first { return describe(first.error) }
+            if connection.dnsAError != nil || connection.dnsAAAAError != nil {
+                return "the host name \(connection.host) could not be resolved (DNS)"
+            }
+        }
+        if error is SocketAddressError { return "the host name could not be resolved (DNS)" }
+        if case NIOSSLError.uncleanShutdown? = error as? NIOSSLError {
+            return "the TLS connection was cut without its close_notify"
+        }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             return "the TLS handshake failed (the server broke it off or sent what is not TLS)"
         }
