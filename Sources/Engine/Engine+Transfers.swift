@@ -100,16 +100,26 @@ extension Engine {
                     MirrorSet.Source(url: $0)
                 },
                 metalinkURL: record.metalink)
-            // Each source is judged by the link it is reached over and the rule's `prefer:` (`SourceJudge`).
-            request.judgeSource = { [weak self] url in
-                guard let self, case .success(let authority) = URLAuthority.parse(url) else { return .use }
-                let addresses = await SourceAddresses.resolve(authority.host)
-                return await self.judgeSource(id, host: authority.host, addresses: addresses)
-            }
         }
         request.tls = tls
         request.proxy = proxy
         request.http2 = record.http2 == true
+        // Every URL is judged by the link that reaches it (a proxy's, when it goes through one) and the rule's
+        // `prefer:` (`SourceJudge`, docs/mirrors.md).
+        let names = SourceAddresses.Cache()
+        request.judgeSource = { [weak self] url in
+            guard let self, case .success(let authority) = URLAuthority.parse(url) else { return .use }
+            // The host as the HTTP client reads it: percent-escapes decoded.
+            guard let host = authority.host.removingPercentEncoding, !host.isEmpty else {
+                return .refuse("its host \(authority.host) cannot be read")
+            }
+            // Through a proxy, the link (and `prefer: lan`) is the proxy's; host globs match the source's host.
+            let through = proxy.server(for: url)
+            let addresses = await names.resolve(through?.host ?? host)
+            let use = await self.judgeSource(id, host: host, addresses: addresses)
+            if let through, case .refuse(let why) = use { return .refuse("its proxy \(through.host): " + why) }
+            return use
+        }
         // A captive portal's page is a wait, tried again with back-off and at once at any link change.
         request.waitOutInterception = true
         let intercepted = self.intercepted

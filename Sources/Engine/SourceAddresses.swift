@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,6 +15,24 @@ enum SourceAddresses {
         if isAddress(host) { return [host] }
         return await withCheckedContinuation { (c: CheckedContinuation<[String], Never>) in
             DispatchQueue.global().async { c.resume(returning: lookUp(host)) }
+        }
+    }
+
+    /// A download's answers, kept for a while: a source is judged before every request it gets.
+    final class Cache: Sendable {
+        private let entries = Mutex<[String: (addresses: [String], at: ContinuousClock.Instant)]>([:])
+        /// How long an answer is used.
+        static let lifetime: Duration = .seconds(30)
+
+        func resolve(_ host: String) async -> [String] {
+            let now = ContinuousClock.now
+            if let hit = entries.withLock({ $0[host] }), now - hit.at < Self.lifetime { return hit.addresses }
+            let addresses = await SourceAddresses.resolve(host)
+            entries.withLock { e in
+                if e.count >= 64 { e.removeAll() }
+                e[host] = (addresses, now)
+            }
+            return addresses
         }
     }
 

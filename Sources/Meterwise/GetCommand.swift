@@ -292,7 +292,7 @@ struct GetCommand: AsyncParsableCommand {
         case .fileSystem: return 74
         case .invalidURL: return 64
         case .httpStatus, .retriesExhausted, .objectUnstable, .tooManyRedirects, .insecureRedirect, .protocolViolation,
-            .noSources:
+            .noSources, .linkNotAllowed:
             return 69
         case .alreadyRunning, .cancelled: return 1
         case .permission: return 77

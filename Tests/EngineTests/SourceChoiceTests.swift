@@ -59,4 +59,42 @@ import Testing
             #expect(sources.first { $0.url == h.server.url() }.map { $0.bytes == 0 && $0.dropped == nil } == true)
         }
     }
+
+    /// One URL over the forbidden link waits (not fails) and goes on when the link changes; a redirect there
+    /// and a percent-encoded spelling of that host are not followed.
+    @Test(.needsNginx) func aURLOverAForbiddenLinkWaitsAndRedirectsAndSpellingsDoNotGetThere() async throws {
+        let h = try await EngineHarness(policy: Self.policy)
+        try await h.use { h in
+            let content = RangeContent.generated(size: 8 << 20, seed: 7)
+            let cell = try await RangeServer.start(host: "127.0.0.2", content: content)
+            defer { Task { try? await cell.shutdown() } }
+            let root = h.directory.appendingPathComponent("www").path
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            let redirector = try Nginx(root: root, location: "return 302 \(cell.url());")
+            defer { redirector.stop() }
+            h.monitor.send(Self.snapshot)
+
+            // A mirror job: the redirect and the percent-encoded host are dropped; the job completes from the rest.
+            var spec = JobSpec(url: h.server.url(), destination: h.directory.appendingPathComponent("m.bin").path)
+            spec.mirrors = [redirector.url("/file"), "http://%31%32%37.0.0.2:\(cell.port)/file"]
+            let mirrored = try await h.engine.add(spec)
+            #expect(try await h.until(timeout: .seconds(30)) { try await h.state(mirrored.id) == .completed })
+            #expect(cell.requestCount == 0, "a source over wwan0 was asked")
+            let sources = try #require(try await h.engine.status(mirrored.id).job.sources)
+            #expect(sources.filter { $0.dropped?.contains("wwan0") == true }.count == 2, "\(sources)")
+
+            // One URL over wwan0: it waits with the reason, and runs once wwan0 no longer holds that address.
+            let single = try await h.engine.add(
+                JobSpec(url: cell.url(), destination: h.directory.appendingPathComponent("s.bin").path))
+            #expect(
+                try await h.until(timeout: .seconds(10)) {
+                    try await h.engine.status(single.id).retryReason?.contains("reached over wwan0") == true
+                })
+            #expect(cell.requestCount == 0)
+            #expect(try await h.state(single.id) != .failed)
+            h.monitor.send(TestSnapshots.radios(up: ["wlan0", "wwan0"], primary: "wlan0"))
+            #expect(try await h.until(timeout: .seconds(30)) { try await h.state(single.id) == .completed })
+            #expect(cell.requestCount > 0)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import Testing
 
@@ -12,6 +13,9 @@ struct FailureTextTests {
         let cut = FailureText.describe(NIOSSLError.uncleanShutdown)
         #expect(cut == "the TLS connection was cut without its close_notify")
         #expect(FailureText.describe(IOError(errnoCode: 111, reason: "connect")) == "connection refused")
+        #expect(
+            FailureText.describe(HTTPParserError.invalidEOFState)
+                == "the connection ended in the middle of the response")
         for text in [dns, cut] { #expect(!text.contains("Error") && !text.contains("uncleanShutdown")) }
     }
 }

@@ -335,6 +335,8 @@ final class MirrorFetch: Sendable {
                 url, range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)", validators: validators)
         } catch {
             if Task.isCancelled { return .done }
+            // A redirect to a host over a link the job may not use: this source is done.
+            if error.code == .linkNotAllowed { return .drop(error.message) }
             return .again(reason: error.message, progressed: false)
         }
         let response = answer.response

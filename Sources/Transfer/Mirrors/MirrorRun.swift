@@ -135,6 +135,16 @@ struct MirrorRun: Sendable {
             for d in duplicates where !extra.contains(where: { $0.url == d.url }) && DownloadURL.problem(d.url) == nil {
                 extra.append(MirrorSet.Source(url: d.url, priority: d.priority, location: d.location))
             }
+            // Judged as the given sources were: refused ones are left out, the unpreferred stand by.
+            if let judge = request.judgeSource {
+                let (kept, more, no) = await Self.judged(extra, judge: judge)
+                extra = kept
+                standby.merge(more) { first, _ in first }
+                refused += no
+                for report in no {
+                    download.sink.yield(.warning("Not using \(report.url): \(report.dropped ?? "")."))
+                }
+            }
             sources += await probe(Array(extra.prefix(MirrorSet.maxSources - answered)))
         }
         let total = try agree(&sources, size: set.size, hashes: set.hashes)

@@ -220,8 +220,11 @@ public final class Download: Sendable {
         )
         let result: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
-            var delta: DownloadOutcome?
-            if let mirrors = request.mirrors {
+            // A download from one URL waits while the caller refuses it (a mirrored one judges each source).
+            var delta: DownloadOutcome? = request.mirrors == nil ? await waitForAllowedURL() : nil
+            if delta != nil {
+                // Stopped while waiting.
+            } else if let mirrors = request.mirrors {
                 delta = try await MirrorRun(download: self, clients: sources, set: mirrors).perform()
             } else if let source = request.delta {
                 switch try await DeltaRun(download: self, client: client, forwarder: forwarder, source: source)
@@ -281,6 +284,29 @@ public final class Download: Sendable {
             for w in waiters { w.resume(returning: true) }
             throw error
         }
+    }
+
+    /// Waits while `judgeSource` refuses the download's URL (it is reached over a link the job may not use
+    /// now), saying why, until a link change (`retryNow`) or a back-off of 5 s to a minute lets it ask again:
+    /// nil once it may go on, or how a stop ended the wait.
+    func waitForAllowedURL() async -> DownloadOutcome? {
+        guard let judge = request.judgeSource else { return nil }
+        var attempt = 0
+        while case .refuse(let why) = await judge(request.url) {
+            attempt += 1
+            let delay = Duration.seconds(min(60, 5 * attempt))
+            sink.yield(
+                .retrying(
+                    attempt: attempt, delay: delay,
+                    reason:
+                        "\(RedactedURL.redact(request.url)) may not be reached now: \(why); waiting for a link change"))
+            switch await waitForWakeOrStop(delay) {
+            case .pause?: return .paused
+            case .cancel?: return .cancelled
+            case nil: continue
+            }
+        }
+        return nil
     }
 
     /// A fresh stop signal for one attempt; yields at once if a stop was already requested.

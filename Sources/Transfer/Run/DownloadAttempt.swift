@@ -367,6 +367,13 @@ extension DownloadRun {
                 redirects += 1
                 switch RedirectPolicy.follow(from: url, location: location, count: redirects) {
                 case .success(let next):
+                    // Where it leads must be reachable over a link the job may use (`judgeSource`); if not, the
+                    // request is tried again later (a link change wakes it).
+                    if let judge = request.judgeSource, case .refuse(let why) = await judge(next) {
+                        return .retry(
+                            after: nil, reason: "the redirect to \(RedactedURL.redact(next)) is not followed: \(why)",
+                            progressed: false)
+                    }
                     url = next
                     continue
                 case .failure(let error):

@@ -62,10 +62,11 @@ public struct DownloadRequest: Sendable {
     /// Whom https servers are verified against and which client certificate is shown (the system's CA
     /// store and none by default).
     public var tls: TLSSettings = .system
-    /// A download with several sources (`mirrors`): asked of each source's URL (and of where a redirect led)
-    /// before any request goes to it. `.refuse` leaves it out, `.standby` uses it only while no other source
-    /// is left; when every source is refused the download waits for `retryNow()` (a link change) and asks
-    /// again. Nil: every source is used.
+    /// Asked of every URL before a request goes to it (the daemon's word on the link that reaches it,
+    /// docs/mirrors.md "Links and preferences"). One URL refused waits for `retryNow()` (a link change) and
+    /// asks again, as does a redirect to a refused URL. With several sources (`mirrors`) a refused one is left
+    /// out (and a source whose redirect is refused, dropped), `.standby` uses one only while no other source
+    /// is left, and every source refused waits as one URL does. Nil: every URL is used.
     public var judgeSource: (@Sendable (_ url: String) async -> SourceUse)?
     /// Speak HTTP/2 where an https server offers it (ALPN): the segments are streams of one connection.
     /// Off by default: on the figures of bench/download, connections are faster here (docs/get.md).

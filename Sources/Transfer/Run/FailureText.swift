@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
@@ -21,6 +22,10 @@ enum FailureText {
             }
         }
         if error is SocketAddressError { return "the host name could not be resolved (DNS)" }
+        if let parser = error as? HTTPParserError {
+            if case .invalidEOFState = parser { return "the connection ended in the middle of the response" }
+            return "the server's HTTP response is malformed"
+        }
         if case NIOSSLError.uncleanShutdown? = error as? NIOSSLError {
             return "the TLS connection was cut without its close_notify"
         }

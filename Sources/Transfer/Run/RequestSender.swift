@@ -21,6 +21,10 @@ struct RequestSender: Sendable {
         var url = url
         var redirects = 0
         while true {
+            // Every URL asked, a redirect's too, is one the caller lets the download reach (`judgeSource`).
+            if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
+                throw TransferError(.linkNotAllowed, "Not asking \(RedactedURL.redact(url)): \(why).")
+            }
             let proxy = request.proxy.server(for: url)
             let forwarded = forwarder == nil ? nil : proxy.flatMap { ForwardedRequest.make(url, through: $0) }
             var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)

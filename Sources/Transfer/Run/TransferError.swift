@@ -51,6 +51,9 @@ public struct TransferError: Error, CustomStringConvertible, Sendable, Equatable
         case metalink
         /// Every source of a download with several was dropped (docs/mirrors.md); each one's reason is said.
         case noSources = "no_sources"
+        /// The caller refused a URL the download was about to ask (`DownloadRequest.judgeSource`): it is reached
+        /// over a link the job may not use.
+        case linkNotAllowed = "link_not_allowed"
     }
 
     /// What kind of failure this is.
