@@ -138,6 +138,7 @@ extension PolicyParser {
             return "a yes/no or null is not a host"
         }
         if text.allSatisfy(\.isNumber) { return "a number is not a host; an address has dots (10.0.0.5)" }
+        if text.filter({ $0 == ":" }).count == 1 { return "give the host without its port" }
         return nil
     }
 

@@ -45,6 +45,7 @@ import Testing
         ("prefer: 42", 4, "a number is not a host"),
         ("prefer: true", 4, "yes/no or null"),
         ("prefer: [null]", 4, "yes/no or null"),
+        ("prefer: [\"cache.lan:8080\"]", 4, "without its port"),
         ("prefer: \"a\\u0000b\"", 4, "control characters"),
     ])
     func aBadPreferenceIsAnErrorAtItsLine(line: String, at: Int, says: String) throws {

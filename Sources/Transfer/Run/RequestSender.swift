@@ -40,7 +40,8 @@ struct RequestSender: Sendable {
             } catch {
                 throw TransferError(
                     .retriesExhausted,
-                    "The request for \(RedactedURL.redact(url)) failed: \(FailureText.describe(error)).", cause: error)
+                    "The request for \(RedactedURL.redact(url))\(proxy.map { " through the proxy \($0)" } ?? "") failed: \(FailureText.describe(error)).",
+                    cause: error)
             }
             let status = Int(response.status.code)
             guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "Location")
