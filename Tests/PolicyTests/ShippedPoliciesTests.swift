@@ -101,7 +101,8 @@ import Testing
 
     @Test func edgeDeviceCellularAtNightWithinBudgetEthernetAlways() throws {
         let eth = Fixtures.snapshot([Fixtures.eth, Fixtures.wwan], primary: "eth0")
-        #expect(try decide("edge-device.yaml", eth, at: "2026-11-18T12:00:00Z").action == .run)
+        let onEthernet = try decide("edge-device.yaml", eth, at: "2026-11-18T12:00:00Z")
+        #expect(onEthernet.action == .run && onEthernet.prefer == .lan)
         #expect(try decide("edge-device.yaml", Fixtures.onCellular, at: "2026-11-18T12:00:00Z").action == .pause)
         let night = try decide("edge-device.yaml", Fixtures.onCellular, at: "2026-11-18T01:30:00Z")  // 02:30 CET
         #expect(night.action == .throttle && night.rate == 1 << 20 && night.rule == "cellular-at-night")
