@@ -277,6 +277,28 @@ struct MirrorTests {
         }
     }
 
+    /// A download cancelled while it waits for its one URL to be allowed leaves no partial of an earlier run.
+    @Test func aCancelWhileWaitingForAnAllowedLinkRemovesThePartial() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        var request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: fixture.path("out.bin"))
+        request.judgeSource = { _ in .refuse("it is reached over wwan0") }
+        _ = FileManager.default.createFile(atPath: fixture.path("out.bin.part"), contents: Data([1, 2, 3]))
+        let download = Download(request: request)
+        let watcher = Task { () -> Bool in
+            for await event in download.events { if case .retrying = event { return true } }
+            return false
+        }
+        let run = Task { () -> DownloadOutcome? in try? await download.run() }
+        #expect(await watcher.value)
+        await download.cancel()
+        guard case .cancelled? = await run.value else {
+            Issue.record("not cancelled")
+            return
+        }
+        #expect(!Fixture.exists(fixture.path("out.bin.part")))
+    }
+
     @Test func everySourceRefusedWaitsForALinkChange() async throws {
         try await Self.withMirrors { m in
             var request = m.request(m.set())

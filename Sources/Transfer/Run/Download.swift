@@ -270,6 +270,8 @@ public final class Download: Sendable {
                 sink.yield(.completed(r))
                 sink.finish()
             case .cancelled:
+                // Whatever ended it (a wait before any request, too), a cancelled download leaves no partial.
+                removePartial()
                 sink.yield(.cancelled)
                 sink.finish()
             case .paused:
