@@ -7,15 +7,15 @@ import Testing
 
 /// `FailureText`: what a failed request says to a person, never a library's type name.
 struct FailureTextTests {
-    @Test func aNameThatDoesNotResolveAndACutTLSConnectionAreSaidInWords() {
-        let dns = FailureText.describe(SocketAddressError.unknown(host: "mirror.example", port: 80))
-        #expect(dns.contains("could not be resolved (DNS)"), "\(dns)")
+    /// (A name that does not resolve, "the host name … could not be resolved (DNS)", comes from NIO's errors
+    /// that only NIO can make; the attack on the release binary saw it.)
+    @Test func aCutTLSConnectionAndACutResponseAreSaidInWords() {
         let cut = FailureText.describe(NIOSSLError.uncleanShutdown)
         #expect(cut == "the TLS connection was cut without its close_notify")
         #expect(FailureText.describe(IOError(errnoCode: 111, reason: "connect")) == "connection refused")
         #expect(
             FailureText.describe(HTTPParserError.invalidEOFState)
                 == "the connection ended in the middle of the response")
-        for text in [dns, cut] { #expect(!text.contains("Error") && !text.contains("uncleanShutdown")) }
+        #expect(!cut.contains("Error") && !cut.contains("uncleanShutdown"))
     }
 }

@@ -21,7 +21,9 @@ enum FailureText {
                 return "the host name \(connection.host) could not be resolved (DNS)"
             }
         }
-        if error is SocketAddressError { return "the host name could not be resolved (DNS)" }
+        if let unknown = error as? SocketAddressError.UnknownHost {
+            return "the host name \(unknown.host) could not be resolved (DNS)"
+        }
         if let parser = error as? HTTPParserError {
             if case .invalidEOFState = parser { return "the connection ended in the middle of the response" }
             return "the server's HTTP response is malformed"
