@@ -70,11 +70,8 @@ struct MirrorRun: Sendable {
                     "no source may be used over the links this job may use now ("
                     + refused.map { "\($0.url): \($0.dropped ?? "")" }.joined(separator: "; ")
                     + "); waiting for a link change"
-                download.sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
-                switch await download.waitForWakeOrStop(delay) {
-                case .pause?: return .paused
-                case .cancel?: return .cancelled
-                case nil: continue
+                if let stopped = await download.waitBeforeAsking(attempt: attempt, delay: delay, reason: reason) {
+                    return stopped
                 }
             }
             for report in refused { download.sink.yield(.warning("Not using \(report.url): \(report.dropped ?? "").")) }
@@ -111,11 +108,8 @@ struct MirrorRun: Sendable {
             let reason =
                 "no source answered ("
                 + sources.map { "\($0.display): \(Self.clause($0.problem ?? ""))" }.joined(separator: "; ") + ")"
-            download.sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
-            switch await download.waitForWakeOrStop(delay) {
-            case .pause?: return .paused
-            case .cancel?: return .cancelled
-            case nil: continue
+            if let stopped = await download.waitBeforeAsking(attempt: attempt, delay: delay, reason: reason) {
+                return stopped
             }
         }
         if next < usable.count {

@@ -296,16 +296,11 @@ public final class Download: Sendable {
         var attempt = 0
         while case .refuse(let why) = await judge(request.url) {
             attempt += 1
-            let delay = Duration.seconds(min(60, 5 * attempt))
-            sink.yield(
-                .retrying(
-                    attempt: attempt, delay: delay,
-                    reason:
-                        "\(RedactedURL.redact(request.url)) may not be reached now: \(why); waiting for a link change"))
-            switch await waitForWakeOrStop(delay) {
-            case .pause?: return .paused
-            case .cancel?: return .cancelled
-            case nil: continue
+            let reason = "\(RedactedURL.redact(request.url)) may not be reached now: \(why); waiting for a link change"
+            if let stopped = await waitBeforeAsking(
+                attempt: attempt, delay: .seconds(min(60, 5 * attempt)), reason: reason)
+            {
+                return stopped
             }
         }
         return nil

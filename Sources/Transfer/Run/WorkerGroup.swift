@@ -46,6 +46,17 @@ extension Download {
 }
 
 extension Download {
+    /// Says why the download waits (a `retrying` event), then waits `delay` or until `retryNow()`: nil when it
+    /// may ask again, or what a stop asked for during the wait (`.paused`, `.cancelled`).
+    func waitBeforeAsking(attempt: Int, delay: Duration, reason: String) async -> DownloadOutcome? {
+        sink.yield(.retrying(attempt: attempt, delay: delay, reason: reason))
+        switch await waitForWakeOrStop(delay) {
+        case .pause?: return .paused
+        case .cancel?: return .cancelled
+        case nil: return nil
+        }
+    }
+
     /// Waits `delay`, or until `retryNow()` (a link change), or until a stop is asked: that stop's reason, or
     /// nil when the wait ended otherwise.
     func waitForWakeOrStop(_ delay: Duration) async -> StopReason? {
