@@ -64,6 +64,28 @@ struct CRC32CTests {
         }
     }
 
+    /// The hardware paths run three 4 KiB lanes at once and join them: every length around a block's edges,
+    /// at every alignment, fed whole or in two parts, gives the table's answer.
+    @Test func threeLaneBlocksJoinAtTheirEdges() {
+        let lane = 4096
+        let bytes = (0..<(7 * lane + 64)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        let lengths = [
+            3 * lane - 1, 3 * lane, 3 * lane + 1, 3 * lane + 8, 6 * lane - 3, 6 * lane, 6 * lane + 5, 7 * lane,
+        ]
+        bytes.withUnsafeBytes { raw in
+            for start in 0..<9 {
+                for count in lengths {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[start..<(start + count)])
+                    let software = mw_crc32c_software(0xDEAD_BEEF, slice.baseAddress, count)
+                    #expect(mw_crc32c_update(0xDEAD_BEEF, slice.baseAddress, count) == software, "\(count) at \(start)")
+                    let half = count / 2 + start
+                    let first = mw_crc32c_update(0xDEAD_BEEF, slice.baseAddress, half)
+                    #expect(mw_crc32c_update(first, slice.baseAddress! + half, count - half) == software)
+                }
+            }
+        }
+    }
+
     /// x86_64 has had SSE 4.2 for 15 years: on such a CPU the hardware path must be the one taken.
     @Test func hardwareIsUsedWhenTheCPUHasIt() throws {
         #if arch(x86_64)
