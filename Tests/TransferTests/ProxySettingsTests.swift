@@ -5,29 +5,50 @@ import Testing
 /// Proxies from the environment as curl reads them, `no_proxy` matching, and proxy URLs.
 struct ProxySettingsTests {
     @Test(arguments: [
-        // (no_proxy, host, direct?)
-        ("example.com", "example.com", true),
-        ("example.com", "www.example.com", true),
-        (".example.com", "www.example.com", true),
-        (".example.com", "example.com", true),
-        ("example.com", "notexample.com", false),
-        ("example.com:8080", "example.com", true),
-        ("127.0.0.1:28443", "127.0.0.1", true),
-        ("[::1]:9999", "::1", true),
-        ("*", "anything.at.all", true),
-        ("127.0.0.1", "127.0.0.1", true),
-        ("127.0.0.1", "127.0.0.2", false),
-        ("10.0.0.0/8", "10.200.3.4", true),
-        ("10.0.0.0/8", "11.0.0.1", false),
-        ("192.168.1.0/24, fd00::/8", "fd12::1", true),
-        ("192.168.1.0/24,fd00::/8", "fe80::1", false),
-        ("[::1]", "::1", true),
-        ("localhost", "127.0.0.1", false),
-        ("  ", "example.com", false),
-        ("EXAMPLE.com", "Www.Example.COM.", true),
+        // (no_proxy, host, port, direct?)
+        ("example.com", "example.com", nil, true),
+        ("example.com", "www.example.com", nil, true),
+        (".example.com", "www.example.com", nil, true),
+        (".example.com", "example.com", nil, true),
+        ("example.com", "notexample.com", nil, false),
+        ("example.com:8080", "example.com", 8080, true),
+        ("example.com:8080", "example.com", 8081, false),
+        ("example.com:8080", "example.com", nil, false),
+        ("127.0.0.1:28443", "127.0.0.1", 28443, true),
+        ("127.0.0.1:28443", "127.0.0.1", 443, false),
+        ("[::1]:9999", "::1", 9999, true),
+        ("[::1]:9999", "::1", 80, false),
+        ("[::1]:x", "::1", nil, false),
+        ("example.com:99999", "example.com", 80, false),
+        ("10.0.0.0/8:3128", "10.1.2.3", 3128, true),
+        ("10.0.0.0/8:3128", "10.1.2.3", 80, false),
+        ("*", "anything.at.all", nil, true),
+        ("127.0.0.1", "127.0.0.1", nil, true),
+        ("127.0.0.1", "127.0.0.2", nil, false),
+        ("10.0.0.0/8", "10.200.3.4", nil, true),
+        ("10.0.0.0/8", "11.0.0.1", nil, false),
+        ("192.168.1.0/24, fd00::/8", "fd12::1", nil, true),
+        ("192.168.1.0/24,fd00::/8", "fe80::1", nil, false),
+        ("[::1]", "::1", nil, true),
+        ("localhost", "127.0.0.1", nil, false),
+        ("  ", "example.com", nil, false),
+        ("EXAMPLE.com", "Www.Example.COM.", nil, true),
     ])
-    func noProxyMatches(list: String, host: String, direct: Bool) {
-        #expect(NoProxy(list).matches(host: host) == direct)
+    func noProxyMatches(list: String, host: String, port: Int?, direct: Bool) {
+        #expect(NoProxy(list).matches(host: host, port: port) == direct)
+    }
+
+    /// The URL's port, or its scheme's, is the one a port-narrowed entry is matched against.
+    @Test func aPortNarrowedEntryCoversOnlyItsPort() throws {
+        let settings = try ProxySettings.environment([
+            "http_proxy": "http://proxy.corp:3128", "https_proxy": "http://proxy.corp:3128",
+            "no_proxy": "cache.lan:3142,mirror.lan:443",
+        ])
+        #expect(settings.server(for: "http://cache.lan:3142/debian/a.deb") == nil)
+        #expect(settings.server(for: "http://cache.lan/debian/a.deb") != nil)
+        #expect(settings.server(for: "https://mirror.lan/a.iso") == nil)
+        #expect(settings.server(for: "https://mirror.lan:8443/a.iso") != nil)
+        #expect(settings.server(for: "http://mirror.lan/a.iso") != nil)
     }
 
     @Test func environmentIsReadAsCurlReadsIt() throws {

@@ -69,6 +69,20 @@ final class SourceClients: Sendable {
         return RequestSender(download: download, client: other, forwarder: nil)
     }
 
+    /// How a request for `url` goes: its proxy (the URL's own choice, so a redirect to a host in `no_proxy`
+    /// goes direct and one from it goes through the proxy), the client that reaches it that way, and the
+    /// absolute-form request for an http:// URL through an HTTP proxy. With a client the caller gave, every
+    /// URL takes the first URL's choice.
+    func route(for url: String) -> (client: HTTPClient, proxy: ProxyServer?, forwarded: ForwardedRequest?) {
+        let request = download.request
+        let proxy = request.proxy.server(for: canMake ? url : request.url)
+        let sender = sender(for: url)
+        let forwarded =
+            sender.forwarder == nil || proxy?.kind != .http
+            ? nil : proxy.flatMap { ForwardedRequest.make(url, through: $0) }
+        return (forwarded == nil ? sender.client : sender.forwarder ?? sender.client, proxy, forwarded)
+    }
+
     /// Shuts down the clients made here (not the download's own).
     func shutdown() async {
         let (clients, forwarder) = made.withLock { m in

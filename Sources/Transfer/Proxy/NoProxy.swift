@@ -5,13 +5,15 @@ import Glibc
 /// A `no_proxy` list as curl reads it: entries separated by commas or spaces; `*` alone matches every
 /// host; a name matches itself and its subdomains (`example.com` and `.example.com` both match
 /// `www.example.com`, neither matches `notexample.com`); an IP address matches that address only, and a
-/// CIDR (`10.0.0.0/8`, `fd00::/8`) every address in it. A `:port` on a name is ignored. Names are not
-/// resolved: `localhost` does not match `127.0.0.1`. Pure.
+/// CIDR (`10.0.0.0/8`, `fd00::/8`) every address in it. A `:port` on a name or an address narrows the entry
+/// to that port (`cache.lan:3142` leaves `cache.lan:80` to the proxy), as Go and wget read it; curl, which
+/// never matches such an entry, proxies every port of it. Names are not resolved: `localhost` does not
+/// match `127.0.0.1`. Pure.
 public struct NoProxy: Sendable, Hashable {
     enum Entry: Sendable, Hashable {
         case all
-        case domain(String)
-        case network([UInt8], prefix: Int)
+        case domain(String, port: Int?)
+        case network([UInt8], prefix: Int, port: Int?)
     }
 
     var entries: [Entry]
@@ -32,14 +34,21 @@ public struct NoProxy: Sendable, Hashable {
                 entries.append(.all)
                 continue
             }
+            var port: Int?
             if item.hasPrefix("[") {
                 // [::1] or [::1]:8080
                 guard let close = item.firstIndex(of: "]") else { continue }
+                let after = item[item.index(after: close)...]
+                if !after.isEmpty {
+                    guard after.hasPrefix(":"), let n = Self.port(after.dropFirst()) else { continue }
+                    port = n
+                }
                 item = String(item[item.index(after: item.startIndex)..<close])
-            } else if item.filter({ $0 == ":" }).count == 1, let colon = item.firstIndex(of: ":"),
-                item[item.index(after: colon)...].allSatisfy(\.isNumber)
-            {
-                // name:port or 1.2.3.4:port: the port is ignored, for names and addresses alike.
+            } else if item.filter({ $0 == ":" }).count == 1, let colon = item.firstIndex(of: ":") {
+                // name:port or 1.2.3.4:port: the entry covers that port only. A port that is not one skips
+                // the entry.
+                guard let n = Self.port(item[item.index(after: colon)...]) else { continue }
+                port = n
                 item = String(item[..<colon])
             }
             if let slash = item.firstIndex(of: "/") {
@@ -47,21 +56,22 @@ public struct NoProxy: Sendable, Hashable {
                     let address = Self.address(String(item[..<slash])),
                     (0...address.count * 8).contains(bits)
                 else { continue }
-                entries.append(.network(address, prefix: bits))
+                entries.append(.network(address, prefix: bits, port: port))
             } else if let address = Self.address(item) {
-                entries.append(.network(address, prefix: address.count * 8))
+                entries.append(.network(address, prefix: address.count * 8, port: port))
             } else {
                 while item.hasPrefix(".") { item.removeFirst() }
                 while item.hasSuffix(".") { item.removeLast() }
                 guard !item.isEmpty else { continue }
-                entries.append(.domain(item))
+                entries.append(.domain(item, port: port))
             }
         }
         self.entries = entries
     }
 
-    /// Whether `host` (a name, or an address without brackets) goes direct.
-    public func matches(host: String) -> Bool {
+    /// Whether `host` (a name, or an address without brackets) at `port` goes direct; with no port, only
+    /// entries for every port are looked at.
+    public func matches(host: String, port: Int? = nil) -> Bool {
         var name = host.lowercased()
         while name.hasSuffix(".") { name.removeLast() }
         let address = Self.address(name)
@@ -69,15 +79,27 @@ public struct NoProxy: Sendable, Hashable {
             switch entry {
             case .all:
                 return true
-            case .domain(let domain):
-                if address == nil, name == domain || name.hasSuffix("." + domain) { return true }
-            case .network(let network, let prefix):
-                if let address, address.count == network.count, Self.prefix(address, network, bits: prefix) {
+            case .domain(let domain, let only):
+                if address == nil, only == nil || only == port, name == domain || name.hasSuffix("." + domain) {
+                    return true
+                }
+            case .network(let network, let prefix, let only):
+                if let address, only == nil || only == port, address.count == network.count,
+                    Self.prefix(address, network, bits: prefix)
+                {
                     return true
                 }
             }
         }
         return false
+    }
+
+    /// A port as written in an entry: 1 to 65535 in decimal digits; nil for anything else.
+    static func port(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.count <= 5, text.allSatisfy({ ("0"..."9").contains($0) }), let n = Int(text),
+            (1...65535).contains(n)
+        else { return nil }
+        return n
     }
 
     /// Whether this list is empty.

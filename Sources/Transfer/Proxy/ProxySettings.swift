@@ -48,7 +48,8 @@ public struct ProxySettings: Sendable, Hashable {
     public func server(for url: String) -> ProxyServer? {
         guard case .success(let authority) = URLAuthority.parse(url) else { return nil }
         let proxy = authority.scheme == "https" ? https : http
-        guard let proxy, !noProxy.matches(host: authority.host) else { return nil }
+        let port = authority.port ?? (authority.scheme == "https" ? 443 : 80)
+        guard let proxy, !noProxy.matches(host: authority.host, port: port) else { return nil }
         return proxy
     }
 

@@ -73,12 +73,12 @@ extension DownloadRun {
     {
         var url = request.url
         for redirects in 1...11 {
-            let forwarded = forwarding(url)
+            let (client, proxy, forwarded) = route(for: url)
             var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
             http.headers.add(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
             http.localAddress = download.localAddress
             do {
-                let response = try await (forwarded == nil ? client : forwarder ?? client).execute(
+                let response = try await client.execute(
                     http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
                 let head = ResponseHead(response)
                 received(0, Self.headBytes(response))

@@ -239,7 +239,9 @@ public final class Download: Sendable {
             } else {
                 do throws(TransferError) {
                     result = .success(
-                        try await DownloadRun(download: self, client: client, forwarder: forwarder, tap: tap).perform())
+                        try await DownloadRun(
+                            download: self, client: client, forwarder: forwarder, tap: tap, sources: sources
+                        ).perform())
                 } catch {
                     // The server answered with a Metalink file: the download is one from its sources.
                     guard let answer = error.cause as? MetalinkAnswer else { throw error }

@@ -293,7 +293,7 @@ extension DownloadRun {
         }
         var redirects = 0
         while true {
-            let forwarded = forwarding(url)
+            let (client, proxy, forwarded) = route(for: url)
             var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
             if let range = ask.rangeHeader {
                 http.headers.add(name: "Range", value: range)
@@ -307,7 +307,7 @@ extension DownloadRun {
             let sent = ContinuousClock.now
             let response: HTTPClientResponse
             do {
-                response = try await (forwarded == nil ? client : forwarder ?? client).execute(
+                response = try await client.execute(
                     http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
@@ -554,11 +554,14 @@ extension DownloadRun {
 }
 
 extension DownloadRun {
-    /// How a request for `url` goes through the download's HTTP proxy without a tunnel: http:// URLs, when
-    /// the download has an HTTP proxy and its forwarding client; nil otherwise (direct, SOCKS, CONNECT).
-    func forwarding(_ url: String) -> ForwardedRequest? {
-        guard forwarder != nil, let proxy, proxy.kind == .http else { return nil }
-        return ForwardedRequest.make(url, through: proxy)
+    /// How a request for `url` goes (`SourceClients.route`): with no per-URL clients, by the download's client
+    /// and its proxy, http:// URLs through an HTTP proxy as forwarded requests on the forwarding client.
+    func route(for url: String) -> (client: HTTPClient, proxy: ProxyServer?, forwarded: ForwardedRequest?) {
+        if let sources { return sources.route(for: url) }
+        let proxy = self.proxy
+        guard let forwarder, let proxy, proxy.kind == .http, let forwarded = ForwardedRequest.make(url, through: proxy)
+        else { return (client, proxy, nil) }
+        return (forwarder, proxy, forwarded)
     }
 
     /// The proxy's own answer to a forwarded request, told from the server's by the header a proxy adds to

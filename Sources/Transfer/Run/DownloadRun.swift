@@ -17,6 +17,9 @@ struct DownloadRun: Sendable {
     let forwarder: HTTPClient?
     /// The connections of the download's own client; nil with a client given by the caller.
     let tap: ConnectionTap?
+    /// The clients for each proxy choice (`SourceClients.route`): each URL asked, a redirect's too, goes by
+    /// its own; nil: every URL by `client` and `forwarder`.
+    var sources: SourceClients? = nil
     var request: DownloadRequest { download.request }
     var logger: Logger { download.logger }
 
