@@ -158,7 +158,9 @@ struct MirrorTests {
             let log = (try? String(contentsOfFile: m.servers[2].prefix + "/logs/access.log", encoding: .utf8)) ?? ""
             #expect(!log.contains("GET /f.bin"), "the refused source was asked: \(log)")
             let reports = Self.sources(events)
-            #expect(reports.first { $0.url == refused }?.dropped == "it is reached over wwan0", "\(reports)")
+            // Set aside, not dropped: it joins when its link is allowed.
+            let aside = reports.first { $0.url == refused }
+            #expect(aside?.dropped == nil && aside?.standby?.contains("it is reached over wwan0") == true, "\(reports)")
             #expect(reports.first { $0.url == standby }.map { $0.dropped == nil && $0.bytes == 0 } == true)
         }
     }
@@ -297,6 +299,47 @@ struct MirrorTests {
             return
         }
         #expect(!Fixture.exists(fixture.path("out.bin.part")))
+    }
+
+    /// A source refused when the download began joins once its link is allowed: asked again at a link
+    /// change (`retryNow`), it takes part of what is left; one still refused never gets a request.
+    @Test func aRefusedSourceJoinsWhenItsLinkIsAllowed() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 512k;"]) { m in
+            var request = m.request(m.set())
+            let allowed = Mutex(false)
+            let (later, never) = (m.url(2), m.url(1))
+            request.judgeSource = { url in
+                if url == never { return .refuse("it is reached over wwan1") }
+                if url == later, !allowed.withLock({ $0 }) { return .refuse("it is reached over wwan0") }
+                return .use
+            }
+            let download = Download(request: request)
+            let collected = Task { () -> [DownloadEvent] in
+                var events: [DownloadEvent] = []
+                for await event in download.events { events.append(event) }
+                return events
+            }
+            let run = Task { () -> DownloadOutcome? in try? await download.run() }
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(m.sent(2) == 0, "the refused source was asked before its link was allowed")
+            allowed.withLock { $0 = true }
+            download.retryNow()
+            let outcome = await run.value
+            let events = await collected.value
+            #expect(outcome?.result?.sha256 == m.sha)
+            #expect(Fixture.sha256(file: m.destination) == m.sha)
+            #expect(m.sent(2) > 1 << 20, "the source that was allowed took no part: \(m.sent(2))")
+            #expect(m.sent(1) == 0, "the source still refused was asked")
+            let reports = Self.sources(events)
+            let joined = reports.first { $0.url == later }
+            #expect(joined.map { $0.bytes > 1 << 20 && $0.dropped == nil && $0.standby == nil } == true, "\(reports)")
+            #expect(reports.first { $0.url == never }?.standby?.contains("wwan1") == true, "\(reports)")
+            let warnings = events.compactMap { event -> String? in
+                if case .warning(let text) = event { return text }
+                return nil
+            }
+            #expect(warnings.contains { $0.contains("Using \(later) now") }, "\(warnings) \(reports)")
+        }
     }
 
     @Test func everySourceRefusedWaitsForALinkChange() async throws {

@@ -30,6 +30,11 @@ final class MirrorFetch: Sendable {
         var lastByte: ContinuousClock.Instant?
         /// Why it takes work only while no other source is left (`SourceUse.standby`); nil: it takes work.
         var standby: String?
+        /// Why the caller refuses it now (`SourceUse.refuse`: its link is not allowed): it takes no work, and
+        /// joins once it is allowed and answers for the same file (`rejoin`); nil: it is in the download.
+        var parked: String?
+        /// The source as given, asked again when it joins.
+        var given: MirrorSet.Source?
     }
 
     struct State {
@@ -60,19 +65,26 @@ final class MirrorFetch: Sendable {
     let names: OutputNames
     let resumed: Int64
     let connectionsPerSource: Int
-    /// Sources the caller refused (`SourceUse.refuse`), listed in the reports as dropped.
+    /// Sources that did not answer usably when the download began, listed in the reports as dropped.
     let notUsed: [SourceReport]
+    /// How often a source set aside is judged again, besides at a link change (`Download.retryNow`).
+    static let rejudgeEvery: Duration = .seconds(5)
 
     init(
-        run: MirrorRun, sources: [MirrorRun.Probe], notUsed: [SourceReport] = [], board: PieceBoard, fd: Int32,
+        run: MirrorRun, sources: [MirrorRun.Probe], parked: [MirrorRun.Parked] = [], notUsed: [SourceReport] = [],
+        board: PieceBoard, fd: Int32,
         check: PieceCheck, crcs: [UInt32],
         record: @escaping @Sendable ([Bool], [UInt32]) -> PieceRecord, directory: OutputDirectory,
         names: OutputNames, resumed: Int64
     ) {
         self.run = run
-        let list = sources.map {
-            Source(url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby)
-        }
+        let list =
+            sources.map { Source(url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby) }
+            + parked.map {
+                Source(
+                    url: $0.source.url, display: RedactedURL.redact($0.source.url),
+                    validators: Validators(etag: nil, lastModified: nil), parked: $0.why, given: $0.source)
+            }
         self.notUsed = notUsed
         var crcs = crcs
         if case .crc32c = check, crcs.count != board.pieceCount { crcs = Array(repeating: 0, count: board.pieceCount) }
@@ -86,8 +98,8 @@ final class MirrorFetch: Sendable {
         // Four connections in all by default (`--segments`), at least one per source; shared by the sources
         // that take work first (a source standing by takes over another's share).
         let wanted = run.request.segments ?? 4
-        let first = list.filter { $0.standby == nil }.count
-        let working = first > 0 ? first : list.count
+        let first = list.filter { $0.standby == nil && $0.parked == nil }.count
+        let working = first > 0 ? first : max(1, list.filter { $0.parked == nil }.count)
         connectionsPerSource = max(1, (wanted + working - 1) / max(1, working))
     }
 
@@ -110,9 +122,10 @@ final class MirrorFetch: Sendable {
             let working = Self.working(s)
             return s.sources.indices.map { i in
                 let source = s.sources[i]
+                let aside = source.parked.map { "\(MirrorRun.clause($0)); it joins when that changes" }
                 return SourceReport(
                     url: source.display, bytes: source.bytes, dropped: source.dropped,
-                    standby: source.dropped == nil && !working.contains(i) ? source.standby : nil)
+                    standby: source.dropped == nil && !working.contains(i) ? aside ?? source.standby : nil)
             } + notUsed
         }
     }
@@ -142,7 +155,7 @@ final class MirrorFetch: Sendable {
                     self.download.sink.yield(.sources(self.reports(), final: false))
                 }
             },
-            worker: { index in await self.worker(index / perSource) })
+            worker: { index in await self.worker(index / perSource, first: index % perSource == 0) })
         switch outcome {
         case .finished:
             download.sink.yield(.progress(progress()))
@@ -172,7 +185,7 @@ final class MirrorFetch: Sendable {
     /// The sources that take work now: every live source that does not stand by, or, when none is left, the
     /// live ones standing by.
     static func working(_ s: State) -> [Int] {
-        let live = s.sources.indices.filter { s.sources[$0].dropped == nil }
+        let live = s.sources.indices.filter { s.sources[$0].dropped == nil && s.sources[$0].parked == nil }
         let first = live.filter { s.sources[$0].standby == nil }
         return first.isEmpty ? live : first
     }
@@ -187,6 +200,7 @@ final class MirrorFetch: Sendable {
         let now = ContinuousClock.now
         return state.withLock { s in
             guard s.sources[source].dropped == nil, !s.board.isComplete else { return .done }
+            if s.sources[source].parked != nil { return .wait }
             // Standing by while a preferred source is left.
             if s.sources[source].standby != nil, !Self.working(s).contains(source) { return .wait }
             let maxBytes = span(for: source, s)
@@ -209,8 +223,14 @@ final class MirrorFetch: Sendable {
         }
     }
 
-    private func worker(_ source: Int) async -> Turn {
+    private func worker(_ source: Int, first: Bool) async -> Turn {
         while !Task.isCancelled {
+            // A source set aside: its first worker asks whether it may join; the others wait for that.
+            if first, let given = state.withLock({ $0.sources[source].parked == nil ? nil : $0.sources[source].given })
+            {
+                if let turn = await rejoin(source, given) { return turn }
+                continue
+            }
             let id: Int
             let range: Range<Int64>
             switch take(source) {
@@ -265,6 +285,52 @@ final class MirrorFetch: Sendable {
     }
 
     private func displayName(_ source: Int) -> String { state.withLock { $0.sources[source].display } }
+
+    /// One turn of a source set aside: waits for a link change or `rejudgeEvery`, then asks the caller again;
+    /// once the source is allowed, asks it for the first byte, and it joins when it has the file's length (its
+    /// own validators kept for its If-Match). Nil: go on (joined, or still aside); a turn: this worker is done.
+    private func rejoin(_ source: Int, _ given: MirrorSet.Source) async -> Turn? {
+        // In short sleeps, so the end of the download is not held up; a link change (`wakes`) ends the wait.
+        let begun = ContinuousClock.now
+        let wakes = download.wake.wakes
+        while ContinuousClock.now - begun < Self.rejudgeEvery, download.wake.wakes == wakes {
+            if state.withLock({ $0.board.isComplete || $0.sources[source].dropped != nil }) { return .finished }
+            do { try await download.wake.sleep(for: .milliseconds(250)) } catch { return .finished }
+        }
+        if state.withLock({ $0.board.isComplete || $0.sources[source].dropped != nil }) { return .finished }
+        guard let judge = request.judgeSource else {
+            state.withLock { $0.sources[source].parked = nil }
+            return nil
+        }
+        var standby: String?
+        switch await judge(given.url) {
+        case .refuse(let why):
+            state.withLock { $0.sources[source].parked = why }
+            return nil
+        case .standby(let why): standby = why
+        case .use: break
+        }
+        let probe = await run.probe(given)
+        let total = state.withLock { $0.board.total }
+        if let problem = probe.problem {
+            // Asked again at the next turn when it may pass (no connection yet on the new link).
+            if !probe.transient { drop(source, problem) }
+            return nil
+        }
+        guard probe.total == total else {
+            drop(source, "it has \(probe.total.map(String.init) ?? "no") bytes where the other sources have \(total)")
+            return .finished
+        }
+        let display = state.withLock { s -> String in
+            s.sources[source].url = probe.url
+            s.sources[source].validators = probe.validators
+            s.sources[source].standby = standby
+            s.sources[source].parked = nil
+            return s.sources[source].display
+        }
+        download.sink.yield(.warning("Using \(display) now: it may be reached over the links this job may use."))
+        return nil
+    }
 
     /// Drops `source` for the rest of the run, saying why.
     private func drop(_ source: Int, _ reason: String) {

@@ -54,27 +54,34 @@ struct MirrorRun: Sendable {
         guard !usable.isEmpty else {
             throw TransferError(.noSources, "No source of the file can be used; give at least one http(s) URL.")
         }
-        // The engine's word on each source (the link it is reached over, the policy's `prefer:`): the refused are
-        // left out, and while every source is refused the download waits for a link change.
+        // The engine's word on each source (the link it is reached over, the policy's `prefer:`): the refused wait
+        // aside (they join when their link is allowed: `MirrorFetch`), and while every source is refused the
+        // download waits for a link change.
         var standby: [String: String] = [:]
+        var parked: [Parked] = []
         var refused: [SourceReport] = []
         if let judge = request.judgeSource {
             let candidates = usable
             var attempt = 0
             while true {
-                (usable, standby, refused) = await Self.judged(candidates, judge: judge)
+                (usable, standby, parked) = await Self.judged(candidates, judge: judge)
                 if !usable.isEmpty { break }
                 attempt += 1
                 let delay = Duration.seconds(min(60, 5 * attempt))
                 let reason =
                     "no source may be used over the links this job may use now ("
-                    + refused.map { "\($0.url): \($0.dropped ?? "")" }.joined(separator: "; ")
+                    + parked.map { "\(RedactedURL.redact($0.source.url)): \($0.why)" }.joined(separator: "; ")
                     + "); waiting for a link change"
                 if let stopped = await download.waitBeforeAsking(attempt: attempt, delay: delay, reason: reason) {
                     return stopped
                 }
             }
-            for report in refused { download.sink.yield(.warning("Not using \(report.url): \(report.dropped ?? "").")) }
+            for aside in parked {
+                download.sink.yield(
+                    .warning(
+                        "Not using \(RedactedURL.redact(aside.source.url)) now: \(aside.why); it joins when that changes."
+                    ))
+            }
         }
         let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
         let names = OutputNames(destination: request.destination)
@@ -134,9 +141,12 @@ struct MirrorRun: Sendable {
                 let (kept, more, no) = await Self.judged(extra, judge: judge)
                 extra = kept
                 standby.merge(more) { first, _ in first }
-                refused += no
-                for report in no {
-                    download.sink.yield(.warning("Not using \(report.url): \(report.dropped ?? "")."))
+                parked += no
+                for aside in no {
+                    download.sink.yield(
+                        .warning(
+                            "Not using \(RedactedURL.redact(aside.source.url)) now: \(aside.why); it joins when that changes."
+                        ))
                 }
             }
             sources += await probe(Array(extra.prefix(MirrorSet.maxSources - answered)))
@@ -244,7 +254,8 @@ struct MirrorRun: Sendable {
         let board = PieceBoard(total: total, pieceLength: pieceLength, verified: verified)
         let resumed = board.verifiedBytes
         let fetch = MirrorFetch(
-            run: self, sources: live, notUsed: refused, board: board, fd: partial.fd, check: check, crcs: crcs,
+            run: self, sources: live, parked: parked, notUsed: refused, board: board, fd: partial.fd, check: check,
+            crcs: crcs,
             record: { verified, crcs in
                 PieceRecord(
                     total: total, pieceLength: pieceLength, check: check.name, identity: identity, verified: verified,
@@ -383,10 +394,16 @@ struct MirrorRun: Sendable {
         var transient = false
     }
 
+    /// A source the caller refuses now (`SourceUse.refuse`), and why.
+    struct Parked: Sendable {
+        var source: MirrorSet.Source
+        var why: String
+    }
+
     /// The sources `judge` lets the download use, why each of the others stands by (by URL), and the refused
     /// ones with why.
     static func judged(_ sources: [MirrorSet.Source], judge: @escaping @Sendable (String) async -> SourceUse) async -> (
-        [MirrorSet.Source], [String: String], [SourceReport]
+        [MirrorSet.Source], [String: String], [Parked]
     ) {
         // Asked at once: each may wait on the resolver.
         let uses = await withTaskGroup(of: (Int, SourceUse).self) { group in
@@ -397,7 +414,7 @@ struct MirrorRun: Sendable {
         }
         var kept: [MirrorSet.Source] = []
         var standby: [String: String] = [:]
-        var refused: [SourceReport] = []
+        var refused: [Parked] = []
         for (source, use) in zip(sources, uses) {
             switch use {
             case .use: kept.append(source)
@@ -405,7 +422,7 @@ struct MirrorRun: Sendable {
                 kept.append(source)
                 standby[source.url] = why
             case .refuse(let why):
-                refused.append(SourceReport(url: RedactedURL.redact(source.url), bytes: 0, dropped: why))
+                refused.append(Parked(source: source, why: why))
             }
         }
         return (kept, standby, refused)

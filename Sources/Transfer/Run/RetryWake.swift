@@ -4,6 +4,7 @@ import Synchronization
 /// (the engine calls it on a link change: a new link is a reason to try at once).
 final class RetryWake: Sendable {
     private struct State {
+        var wakes: UInt64 = 0
         var nextID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var cancelled: Set<UInt64> = []
@@ -11,9 +12,14 @@ final class RetryWake: Sendable {
 
     private let state = Mutex(State())
 
+    /// How many times `wakeAll()` was called: a caller sleeping in short turns tells a wake from its own
+    /// timeout by a change of this count.
+    var wakes: UInt64 { state.withLock { $0.wakes } }
+
     /// Ends every sleep in progress.
     func wakeAll() {
         let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.wakes &+= 1
             defer { s.waiters = [:] }
             return Array(s.waiters.values)
         }
