@@ -56,6 +56,7 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 return .json(await engine.list(for: asker))
             case ("POST", "/v1/jobs", 2):
                 let spec: JobSpec
+                try Self.refuseDuplicateKeys(body)
                 do {
                     spec = try ControlAPI.decoder().decode(JobSpec.self, from: body)
                 } catch {
@@ -95,6 +96,7 @@ public struct ControlRouter<C: Clock>: Sendable where C.Duration == Duration, C.
                 var job = try Self.decisionQuery(path)
                 job.owner = asker.uid
                 let report: ControlAPI.UsageBody
+                try Self.refuseDuplicateKeys(body)
                 do {
                     report = try ControlAPI.decoder().decode(ControlAPI.UsageBody.self, from: body)
                 } catch {
@@ -188,6 +190,17 @@ extension ControlRouter {
 
 extension ControlRouter {
     /// A decoding failure in words a client can act on: the key and what is wrong with it.
+    /// A body with a key given twice in one object is refused (`JSONKeys`): which of the two counts would be
+    /// the decoder's choice, not the asker's.
+    static func refuseDuplicateKeys(_ body: Data) throws(EngineError) {
+        if let key = JSONKeys.duplicate(in: body) {
+            throw EngineError(
+                .invalidRequest,
+                "the key \"\(ShownText.escaped(String(key.prefix(64))))\" is given twice in one object; give each key once"
+            )
+        }
+    }
+
     static func describe(_ error: any Error) -> String {
         func path(_ context: DecodingError.Context) -> String {
             context.codingPath.map(\.stringValue).joined(separator: ".")

@@ -74,6 +74,15 @@ import Testing
         let usage = try Self.curlAsNobody(
             daemon, ["-X", "POST", "-d", "{\"bytes\": 1099511627776}", "http://x/v1/usage?=1"])
         #expect(usage.stdout.contains("has no name"), "\(usage.stdout)")
+        // A key given twice: which one counts would be the decoder's choice, so the body is refused.
+        let twice = try Self.curlAsNobody(
+            daemon,
+            [
+                "-X", "POST", "-w", "%{http_code}", "-d",
+                "{\"url\": \"http://127.0.0.1:1/a\", \"destination\": \"/tmp/a\", \"u\\u0072l\": \"http://127.0.0.1:1/b\"}",
+                "http://x/v1/jobs",
+            ])
+        #expect(twice.stdout.hasSuffix("400") && twice.stdout.contains("given twice"), "\(twice.stdout)")
 
         // Reports from nobody while root's job moves bytes: each counts what the machine really received, on
         // top of counters at the limit.
