@@ -151,4 +151,15 @@ import Testing
         ordered.add([.init(url: "http://a/"), .init(url: "http://e/", priority: 2)])
         #expect(ordered.sources.map(\.url) == ["http://c/", "http://e/", "http://b/", "http://a/", "http://d/"])
     }
+
+    /// A download's connections are shared by the sources working now, at least one each: a source that joins
+    /// takes its share from the others'.
+    @Test func theConnectionsAreSharedByTheWorkingSources() {
+        #expect(MirrorFetch.share(of: 4, among: 1) == 4)
+        #expect(MirrorFetch.share(of: 4, among: 2) == 2)
+        #expect(MirrorFetch.share(of: 4, among: 3) == 2)
+        #expect(MirrorFetch.share(of: 4, among: 8) == 1)
+        #expect(MirrorFetch.share(of: 1, among: 3) == 1)
+        #expect(MirrorFetch.share(of: 4, among: 0) == 4)
+    }
 }

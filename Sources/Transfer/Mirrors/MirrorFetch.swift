@@ -97,10 +97,9 @@ final class MirrorFetch: Sendable {
         self.resumed = resumed
         // Four connections in all by default (`--segments`), at least one per source; shared by the sources
         // that take work first (a source standing by takes over another's share).
-        let wanted = run.request.segments ?? 4
         let first = list.filter { $0.standby == nil && $0.parked == nil }.count
-        let working = first > 0 ? first : max(1, list.filter { $0.parked == nil }.count)
-        connectionsPerSource = max(1, (wanted + working - 1) / max(1, working))
+        let working = first > 0 ? first : list.filter { $0.parked == nil }.count
+        connectionsPerSource = Self.share(of: run.request.segments ?? 4, among: working)
     }
 
     var download: Download { run.download }
@@ -155,7 +154,7 @@ final class MirrorFetch: Sendable {
                     self.download.sink.yield(.sources(self.reports(), final: false))
                 }
             },
-            worker: { index in await self.worker(index / perSource, first: index % perSource == 0) })
+            worker: { index in await self.worker(index / perSource, slot: index % perSource) })
         switch outcome {
         case .finished:
             download.sink.yield(.progress(progress()))
@@ -182,6 +181,11 @@ final class MirrorFetch: Sendable {
         return max(s.board.pieceLength, min(Self.maxSpan, Int64(rate * 2), share))
     }
 
+    /// Connections per source when `connections` are shared by `sources`: at least one each.
+    static func share(of connections: Int, among sources: Int) -> Int {
+        max(1, (connections + max(1, sources) - 1) / max(1, sources))
+    }
+
     /// The sources that take work now: every live source that does not stand by, or, when none is left, the
     /// live ones standing by.
     static func working(_ s: State) -> [Int] {
@@ -196,13 +200,17 @@ final class MirrorFetch: Sendable {
         case done
     }
 
-    private func take(_ source: Int) -> Taken {
+    private func take(_ source: Int, slot: Int) -> Taken {
         let now = ContinuousClock.now
         return state.withLock { s in
             guard s.sources[source].dropped == nil, !s.board.isComplete else { return .done }
             if s.sources[source].parked != nil { return .wait }
             // Standing by while a preferred source is left.
-            if s.sources[source].standby != nil, !Self.working(s).contains(source) { return .wait }
+            let working = Self.working(s)
+            if s.sources[source].standby != nil, !working.contains(source) { return .wait }
+            // The download's connections shared by the sources working now: a source that joins takes its share
+            // from the others' (their extra workers wait), one that is dropped leaves its share to them.
+            if slot >= Self.share(of: request.segments ?? 4, among: working.count) { return .wait }
             let maxBytes = span(for: source, s)
             if let taken = s.board.take(source: source, maxBytes: maxBytes, now: now) {
                 return .span(id: taken.id, range: taken.range)
@@ -223,17 +231,18 @@ final class MirrorFetch: Sendable {
         }
     }
 
-    private func worker(_ source: Int, first: Bool) async -> Turn {
+    private func worker(_ source: Int, slot: Int) async -> Turn {
         while !Task.isCancelled {
             // A source set aside: its first worker asks whether it may join; the others wait for that.
-            if first, let given = state.withLock({ $0.sources[source].parked == nil ? nil : $0.sources[source].given })
+            if slot == 0,
+                let given = state.withLock({ $0.sources[source].parked == nil ? nil : $0.sources[source].given })
             {
                 if let turn = await rejoin(source, given) { return turn }
                 continue
             }
             let id: Int
             let range: Range<Int64>
-            switch take(source) {
+            switch take(source, slot: slot) {
             case .done: return .finished
             case .wait:
                 do { try await Task.sleep(for: .milliseconds(200)) } catch { return .finished }
