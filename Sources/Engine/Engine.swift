@@ -199,8 +199,10 @@ public actor Engine<C: Clock> where C.Duration == Duration, C.Instant: Sendable 
         intercepted.set(snapshot.primary.flatMap(ConnectivityGate.blocked))
         accounting.apply(snapshot)
         events.publish(.links(snapshot))
-        // A link change may end an outage: transfers waiting to retry try again now.
-        for (id, runtime) in jobs where runtime.nextRetryAt != nil && isTransferring(id) {
+        // A link change may end an outage: transfers waiting to retry try again now. It may also change which
+        // link reaches a job's sources: a mirror job judges them again (a source set aside may join, one now
+        // reached over a link the job may not use stops; docs/mirrors.md).
+        for (id, runtime) in jobs where isTransferring(id) {
             runtime.download?.retryNow()
         }
         reconcileAll()

@@ -53,10 +53,11 @@ enum JSONKeys {
         return nil
     }
 
-    /// A quoted JSON string's value; the decoder resolves the escapes when there are any.
+    /// A quoted JSON string's value; the decoder resolves the escapes when there are any. Nil for bytes that are
+    /// not UTF-8 (two different bad keys are not the same key: the decoder refuses them).
     static func decodeString(_ quoted: ArraySlice<UInt8>) -> String? {
         let inner = quoted.dropFirst().dropLast()
-        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
+        if !inner.contains(UInt8(ascii: "\\")) { return String(validating: inner, as: UTF8.self) }
         return try? JSONDecoder().decode(String.self, from: Data(quoted))
     }
 }

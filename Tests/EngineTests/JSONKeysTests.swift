@@ -29,4 +29,12 @@ struct JSONKeysTests {
     func bodiesWithoutOneAreLeftToTheDecoder(body: String) {
         #expect(JSONKeys.duplicate(in: Data(body.utf8)) == nil)
     }
+
+    /// Two different keys that are not UTF-8 are not one key given twice: the decoder refuses the body.
+    @Test func keysThatAreNotUTF8AreLeftToTheDecoder() {
+        let body =
+            Data(#"{"url": "a", ""#.utf8) + Data([0xFF]) + Data(#"": 1, ""#.utf8) + Data([0xFE])
+            + Data(#"": 2}"#.utf8)
+        #expect(JSONKeys.duplicate(in: body) == nil)
+    }
 }

@@ -342,6 +342,49 @@ struct MirrorTests {
         }
     }
 
+    /// A source that becomes refused mid-run (a link change: `retryNow`) stops at once and is set aside, not
+    /// dropped; when it is allowed again it joins again.
+    @Test func aSourceRefusedMidRunIsSetAsideAndJoinsAgain() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 256k;", 1: "limit_rate 256k;", 2: "limit_rate 256k;"]) {
+            m in
+            var request = m.request(m.set())
+            let refused = Mutex(false)
+            let moving = m.url(2)
+            request.judgeSource = { url in
+                url == moving && refused.withLock({ $0 }) ? .refuse("it is reached over wwan0") : .use
+            }
+            let download = Download(request: request)
+            let collected = Task { () -> [DownloadEvent] in
+                var events: [DownloadEvent] = []
+                for await event in download.events { events.append(event) }
+                return events
+            }
+            let run = Task { () -> DownloadOutcome? in try? await download.run() }
+            try await Task.sleep(for: .milliseconds(1000))
+            refused.withLock { $0 = true }
+            download.retryNow()
+            try await Task.sleep(for: .milliseconds(1000))
+            refused.withLock { $0 = false }
+            download.retryNow()
+            let outcome = await run.value
+            let events = await collected.value
+            #expect(outcome?.result?.sha256 == m.sha)
+            #expect(Fixture.sha256(file: m.destination) == m.sha)
+            let warnings = events.compactMap { event -> String? in
+                if case .warning(let text) = event { return text }
+                return nil
+            }
+            let aside = warnings.firstIndex { $0.contains("Not using \(moving) now: it is reached over wwan0") }
+            let back = warnings.firstIndex { $0.contains("Using \(moving) now") }
+            #expect(aside != nil && back != nil && aside! < back!, "\(warnings)")
+            #expect(!warnings.contains { $0.contains("Dropping the source \(moving)") }, "\(warnings)")
+            let report = Self.sources(events).first { $0.url == moving }
+            #expect(
+                report.map { $0.dropped == nil && $0.standby == nil && $0.bytes > 0 } == true,
+                "\(String(describing: report))")
+        }
+    }
+
     @Test func everySourceRefusedWaitsForALinkChange() async throws {
         try await Self.withMirrors { m in
             var request = m.request(m.set())

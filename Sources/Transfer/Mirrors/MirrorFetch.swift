@@ -79,7 +79,10 @@ final class MirrorFetch: Sendable {
     ) {
         self.run = run
         let list =
-            sources.map { Source(url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby) }
+            sources.map {
+                Source(
+                    url: $0.url, display: $0.display, validators: $0.validators, standby: $0.standby, given: $0.source)
+            }
             + parked.map {
                 Source(
                     url: $0.source.url, display: RedactedURL.redact($0.source.url),
@@ -261,6 +264,8 @@ final class MirrorFetch: Sendable {
             case .drop(let reason):
                 drop(source, reason)
                 return .finished
+            case .park(let why):
+                park(source, why)
             case .again(let reason, let progressed):
                 if Task.isCancelled { return .finished }
                 let (failures, others) = state.withLock { s -> (Int, Int) in
@@ -322,9 +327,19 @@ final class MirrorFetch: Sendable {
         let probe = await run.probe(given)
         let total = state.withLock { $0.board.total }
         if let problem = probe.problem {
-            // Asked again at the next turn when it may pass (no connection yet on the new link).
-            if !probe.transient { drop(source, problem) }
+            // Asked again at the next turn when it may pass (no connection yet on the new link, a redirect to a
+            // link still refused).
+            if probe.linkRefused {
+                state.withLock { $0.sources[source].parked = Self.refusal(problem) }
+            } else if !probe.transient {
+                drop(source, problem)
+            }
             return nil
+        }
+        let earlier = state.withLock { $0.sources[source].validators }
+        if earlier.etag != nil || earlier.lastModified != nil, !earlier.matches(probe.validators) {
+            drop(source, "its copy changed while it was set aside (its ETag or Last-Modified changed)")
+            return .finished
         }
         guard probe.total == total else {
             drop(source, "it has \(probe.total.map(String.init) ?? "no") bytes where the other sources have \(total)")
@@ -358,7 +373,26 @@ final class MirrorFetch: Sendable {
         case done
         case again(reason: String, progressed: Bool)
         case drop(String)
+        /// Refused over a link the job may not use now (`SourceUse.refuse`): the source is set aside.
+        case park(String)
         case fatal(TransferError)
+    }
+
+    /// Why a request was not sent (`TransferError.linkNotAllowed`: "Not asking URL: why."), without the URL.
+    static func refusal(_ message: String) -> String {
+        guard message.hasPrefix("Not asking "), let colon = message.range(of: ": ") else { return message }
+        return MirrorRun.clause(String(message[colon.upperBound...]))
+    }
+
+    /// Sets `source` aside (`Source.parked`): its first worker asks again whether it may join.
+    private func park(_ source: Int, _ why: String) {
+        let display = state.withLock { s -> String? in
+            guard s.sources[source].dropped == nil, s.sources[source].parked == nil else { return nil }
+            s.sources[source].parked = why
+            return s.sources[source].display
+        }
+        guard let display else { return }
+        download.sink.yield(.warning("Not using \(display) now: \(why); it joins when that changes."))
     }
 
     /// `fetch`, abandoned when its span was taken whole by another source or it stalls while others deliver.
@@ -367,8 +401,16 @@ final class MirrorFetch: Sendable {
             group.addTask { await self.fetch(id: id, range: range, source: source) }
             group.addTask {
                 let begun = ContinuousClock.now
+                var wakes = self.download.wake.wakes
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(250))
+                    // A link change (`Download.retryNow`): a source now reached over a link the job may not use
+                    // stops at once, its request abandoned.
+                    if let judge = self.request.judgeSource, self.download.wake.wakes != wakes {
+                        wakes = self.download.wake.wakes
+                        let url = self.state.withLock { $0.sources[source].url }
+                        if case .refuse(let why) = await judge(url) { return .park(why) }
+                    }
                     let now = ContinuousClock.now
                     let verdict = self.state.withLock { s -> Fetched? in
                         guard s.board.isOpen(id) else { return .done }
@@ -411,7 +453,8 @@ final class MirrorFetch: Sendable {
         } catch {
             if Task.isCancelled { return .done }
             // A redirect to a host over a link the job may not use: this source is done.
-            if error.code == .linkNotAllowed { return .drop(error.message) }
+            // Refused over a link the job may not use now (the source's, or a redirect's): set aside until allowed.
+            if error.code == .linkNotAllowed { return .park(Self.refusal(error.message)) }
             return .again(reason: error.message, progressed: false)
         }
         let response = answer.response

@@ -392,6 +392,9 @@ struct MirrorRun: Sendable {
         var standby: String?
         /// Whether `problem` may pass by itself (no connection, a timeout, a 5xx): worth asking again.
         var transient = false
+        /// Whether `problem` is that the source, or where it redirects, is reached over a link the job may not
+        /// use now (`TransferError.linkNotAllowed`).
+        var linkRefused = false
     }
 
     /// A source the caller refuses now (`SourceUse.refuse`), and why.
@@ -454,6 +457,7 @@ struct MirrorRun: Sendable {
             found.problem = error.message
             // A redirect refused by policy will not pass; a failed connection may.
             found.transient = error.code == .retriesExhausted
+            found.linkRefused = error.code == .linkNotAllowed
             return found
         }
         found.url = answer.url
