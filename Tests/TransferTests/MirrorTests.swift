@@ -314,19 +314,13 @@ struct MirrorTests {
                 return .use
             }
             let download = Download(request: request)
-            let collected = Task { () -> [DownloadEvent] in
-                var events: [DownloadEvent] = []
-                for await event in download.events { events.append(event) }
-                return events
-            }
-            let run = Task { () -> DownloadOutcome? in try? await download.run() }
+            async let finished = Fixture.runCollecting(download)
             try await Task.sleep(for: .milliseconds(1500))
             #expect(m.sent(2) == 0, "the refused source was asked before its link was allowed")
             allowed.withLock { $0 = true }
             download.retryNow()
-            let outcome = await run.value
-            let events = await collected.value
-            #expect(outcome?.result?.sha256 == m.sha)
+            let (outcome, events) = try await finished
+            #expect(outcome.result?.sha256 == m.sha)
             #expect(Fixture.sha256(file: m.destination) == m.sha)
             #expect(m.sent(2) > 1 << 20, "the source that was allowed took no part: \(m.sent(2))")
             #expect(m.sent(1) == 0, "the source still refused was asked")
@@ -354,21 +348,15 @@ struct MirrorTests {
                 url == moving && refused.withLock({ $0 }) ? .refuse("it is reached over wwan0") : .use
             }
             let download = Download(request: request)
-            let collected = Task { () -> [DownloadEvent] in
-                var events: [DownloadEvent] = []
-                for await event in download.events { events.append(event) }
-                return events
-            }
-            let run = Task { () -> DownloadOutcome? in try? await download.run() }
+            async let finished = Fixture.runCollecting(download)
             try await Task.sleep(for: .milliseconds(1000))
             refused.withLock { $0 = true }
             download.retryNow()
             try await Task.sleep(for: .milliseconds(1000))
             refused.withLock { $0 = false }
             download.retryNow()
-            let outcome = await run.value
-            let events = await collected.value
-            #expect(outcome?.result?.sha256 == m.sha)
+            let (outcome, events) = try await finished
+            #expect(outcome.result?.sha256 == m.sha)
             #expect(Fixture.sha256(file: m.destination) == m.sha)
             let warnings = events.compactMap { event -> String? in
                 if case .warning(let text) = event { return text }
