@@ -290,6 +290,11 @@ public final class Download: Sendable {
         }
     }
 
+    /// Why `url` is not asked now (`judgeSource` refused it), as a wait's reason says it.
+    static func refusal(_ url: String, _ why: String) -> String {
+        "\(RedactedURL.redact(url)) may not be reached now: \(why); waiting for a link change"
+    }
+
     /// Waits while `judgeSource` refuses the download's URL (it is reached over a link the job may not use
     /// now), saying why, until a link change (`retryNow`) or a back-off of 5 s to a minute lets it ask again:
     /// nil once it may go on, or how a stop ended the wait.
@@ -298,7 +303,7 @@ public final class Download: Sendable {
         var attempt = 0
         while case .refuse(let why) = await judge(request.url) {
             attempt += 1
-            let reason = "\(RedactedURL.redact(request.url)) may not be reached now: \(why); waiting for a link change"
+            let reason = Self.refusal(request.url, why)
             if let stopped = await waitBeforeAsking(
                 attempt: attempt, delay: .seconds(min(60, 5 * attempt)), reason: reason)
             {

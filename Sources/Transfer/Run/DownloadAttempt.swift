@@ -24,6 +24,9 @@ extension DownloadRun {
         case retry(after: Duration?, reason: String, progressed: Bool)
         /// A portal or proxy answered: nothing written; wait (daemon) or end (`get`).
         case intercepted(Interception)
+        /// The URL is reached over a link the job may not use now (`judgeSource`): nothing asked, or the body
+        /// left at a link change; wait for another, not counted as a failure.
+        case refused(reason: String)
         case end(WorkerEvent)
     }
 
@@ -198,6 +201,7 @@ extension DownloadRun {
     /// retrying with backoff from where it stopped.
     func worker(_ id: Int, board: DownloadBoard, writer: FileWriter) async -> WorkerEvent {
         var attempt = 0
+        var refusals = 0
         var span = RequestSpan()
         while true {
             if board.isDraining { return .done }
@@ -225,10 +229,21 @@ extension DownloadRun {
             switch outcome {
             case .rangeDone:
                 attempt = 0
+                refusals = 0
             case .complete:
                 return .done
             case .end(let event):
                 return event
+            case .refused(let reason):
+                if Task.isCancelled || board.isDraining { return .ended }
+                refusals += 1
+                let delay = Duration.seconds(min(60, 5 * refusals))
+                download.sink.yield(.retrying(attempt: refusals, delay: delay, reason: reason))
+                do {
+                    try await download.wake.sleep(for: delay)
+                } catch {
+                    return .ended
+                }
             case .intercepted(let interception):
                 // Not the server: a wait for the daemon (the engine wakes it at any link change), the end for
                 // `get`. Either way the partial stays as it is.
@@ -292,6 +307,12 @@ extension DownloadRun {
             board.endRequest(id)
         }
         var redirects = 0
+        // Each request's URL may be reached over a link the job may use (`judgeSource`: redirects as they come,
+        // the first here); a link change while the body comes asks again (`consume`).
+        var judgedAt = download.wake.wakes
+        if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
+            return .refused(reason: Download.refusal(url, why))
+        }
         while true {
             let (client, proxy, forwarded) = route(for: url)
             var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
@@ -369,6 +390,7 @@ extension DownloadRun {
                 case .success(let next):
                     // Where it leads must be reachable over a link the job may use (`judgeSource`); if not, the
                     // request is tried again later (a link change wakes it).
+                    judgedAt = download.wake.wakes
                     if let judge = request.judgeSource, case .refuse(let why) = await judge(next) {
                         return .retry(
                             after: nil, reason: "the redirect to \(RedactedURL.redact(next)) is not followed: \(why)",
@@ -406,8 +428,8 @@ extension DownloadRun {
                     head.status == 206 ? length.map { offset + $0 } ?? RangePlan.unknownEnd : RangePlan.unknownEnd
                 let timing = RequestTiming(sent: sent, head: .now - sent)
                 return await consume(
-                    response.body, from: offset, until: asked, id: id, board: board, writer: writer, timing: timing,
-                    span: &span)
+                    response.body, of: url, from: offset, until: asked, id: id, board: board, writer: writer,
+                    timing: timing, judgedAt: judgedAt, span: &span)
             case .restart(let reason):
                 return .end(.restart(reason))
             case .intercepted(let interception):
@@ -486,11 +508,13 @@ extension DownloadRun {
 
     /// Streams a body to the writer at the Content-Range offset, up to the end of what was asked (`asked`,
     /// exclusive) or the segment's end, whichever is first; a body that reaches it gives its figures to `span`.
+    /// At a link change after `judgedAt` (`Download.wake`) `url` is judged again: refused, the body is left.
     func consume(
-        _ body: HTTPClientResponse.Body, from offset: Int64, until asked: Int64, id: Int, board: DownloadBoard,
-        writer: FileWriter, timing: RequestTiming, span: inout RequestSpan
+        _ body: HTTPClientResponse.Body, of url: String, from offset: Int64, until asked: Int64, id: Int,
+        board: DownloadBoard, writer: FileWriter, timing: RequestTiming, judgedAt: UInt64, span: inout RequestSpan
     ) async -> FetchOutcome {
         var position = offset
+        var judgedAt = judgedAt
         let onBytes = request.onBytes
         let allowance = request.allowance
         let limit = request.maxSize ?? ObjectLimits.maxBytes
@@ -529,6 +553,11 @@ extension DownloadRun {
                 if let allowance, !allowance() {
                     try await holdReads(until: allowance)
                     speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
+                }
+                // What the kernel already holds of it is drained by a pause, not left here.
+                if let judge = request.judgeSource, download.wake.wakes != judgedAt, !board.isDraining {
+                    judgedAt = download.wake.wakes
+                    if case .refuse(let why) = await judge(url) { return .refused(reason: Download.refusal(url, why)) }
                 }
             }
         } catch let error as TransferError {
