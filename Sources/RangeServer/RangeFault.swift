@@ -38,6 +38,8 @@ public enum RangeFault: Sendable {
     /// Be a captive portal: every request is answered with the sign-in page (`text/html`, no validator), after a
     /// 302 to `/login` when `redirect` (a hotel's portal), in place otherwise; `/login` itself is the page.
     case captivePortal(redirect: Bool)
+    /// Answer every request with a 302 to `location` (a download site sending to its CDN).
+    case redirect(to: String)
     /// Answer 511 Network Authentication Required with the sign-in page (RFC 6585's portal status).
     case networkAuthenticationRequired
     /// Read nothing while a response is being sent (a client's TLS `close_notify` or FIN goes unseen); a response

@@ -264,7 +264,7 @@ public final class RangeServer: Sendable {
         return plan
     }
 
-    /// A captive portal's answer to `request`, when a fault makes the server one.
+    /// The answer a fault gives to `request` in place of the object: a captive portal's page, a redirect.
     static func portalAnswer(_ request: ResponsePlan.Request, flags: [RangeFault], index: Int) -> ResponsePlan? {
         let page = RangeContent.bytes(RangeFault.portalPage)
         let pageHeaders = [
@@ -280,6 +280,9 @@ public final class RangeServer: Sendable {
                         index: index)
                 }
                 return ResponsePlan(status: 200, headers: pageHeaders, content: page, end: page.size, index: index)
+            case .redirect(let location):
+                return ResponsePlan(
+                    status: 302, headers: [("Location", location), ("Content-Length", "0")], content: nil, index: index)
             case .networkAuthenticationRequired:
                 return ResponsePlan(status: 511, headers: pageHeaders, content: page, end: page.size, index: index)
             default:

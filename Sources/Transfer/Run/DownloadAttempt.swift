@@ -307,6 +307,13 @@ extension DownloadRun {
             board.endRequest(id)
         }
         var redirects = 0
+        // Where an earlier request's redirects led (`DownloadBoard.redirected`); an error answer from there (a
+        // signed link expired) goes back to the download's own URL once.
+        var cached = board.redirected
+        if let cached {
+            url = cached.url
+            redirects = cached.hops
+        }
         // Each request's URL may be reached over a link the job may use (`judgeSource`: redirects as they come,
         // the first here); a link change while the body comes asks again (`consume`).
         var judgedAt = download.wake.wakes
@@ -332,6 +339,7 @@ extension DownloadRun {
                     http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
+                if let place = cached?.url, place == url { board.forgetRedirect(to: place) }
                 if let error = error as? HTTPClientError, error == .getConnectionFromPoolTimeout {
                     // Waiting for a free connection is not the server failing: it never counts as a retry.
                     return .retry(after: nil, reason: "waiting for a free connection", progressed: true)
@@ -383,6 +391,22 @@ extension DownloadRun {
                     "url": "\(RedactedURL.redact(url))",
                 ]
             )
+            if let place = cached?.url, place == url {
+                switch decision {
+                case .redirect, .body, .complete: break
+                default:
+                    // Not the object from where the download's URL led before: ask its own URL again.
+                    board.forgetRedirect(to: place)
+                    cached = nil
+                    url = request.url
+                    redirects = 0
+                    judgedAt = download.wake.wakes
+                    if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
+                        return .refused(reason: Download.refusal(url, why))
+                    }
+                    continue
+                }
+            }
             switch decision {
             case .redirect(let location):
                 redirects += 1
@@ -419,6 +443,7 @@ extension DownloadRun {
                     }
                     if let admit = request.admitTotal, await !admit(total) { return .end(.stop(.pause)) }
                 }
+                if redirects > 0, cached?.url != url { board.noteRedirected(to: url, hops: redirects) }
                 board.accept(
                     total: total, validators: validators, ranged: head.status == 206, segment: id,
                     contentType: head.contentType.map { String($0.prefix(200)) }, source: AnswerPath.place(url))
