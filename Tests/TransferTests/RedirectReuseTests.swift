@@ -8,10 +8,16 @@ import Testing
 /// led, the later requests go there directly; an error answer from there goes back to the first URL once.
 @Suite(.serialized)
 struct RedirectReuseTests {
-    @Test func laterRequestsGoWhereTheRedirectLed() async throws {
-        let content = RangeContent.generated(size: 12 << 20, seed: 62)
-        // At most 1 MiB a response: twelve requests at least.
-        let target = try await RangeServer.start(content: content, faults: [.capRanges(1 << 20)])
+    /// At most 1 MiB a response: twelve requests at least for the 12 MiB object.
+    static let capped: [RangeFault] = [.capRanges(1 << 20), .throttle(bytesPerSecond: 4 << 20)]
+
+    /// Downloads `origin`'s URL, which redirects to `target` serving `content`, in `segments` segments.
+    static func download(
+        seed: UInt64, segments: Int,
+        _ body: (_ origin: RangeServer, _ target: RangeServer, _ request: DownloadRequest) async throws -> Void
+    ) async throws {
+        let content = RangeContent.generated(size: 12 << 20, seed: seed)
+        let target = try await RangeServer.start(content: content, faults: capped)
         let origin = try await RangeServer.start(content: content, faults: [.redirect(to: target.url())])
         defer {
             Task {
@@ -22,44 +28,35 @@ struct RedirectReuseTests {
         let fixture = Fixture()
         defer { fixture.remove() }
         var request = DownloadRequest(url: origin.url(), destination: fixture.path("out.bin"))
-        request.segments = 4
-        let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
-        #expect(outcome.result != nil, "\(outcome)")
+        request.segments = segments
+        try await body(origin, target, request)
         #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
-        #expect(target.requestCount >= 12, "\(target.requestCount)")
-        #expect(origin.requestCount <= 2, "the first URL was asked \(origin.requestCount) times")
+    }
+
+    @Test func laterRequestsGoWhereTheRedirectLed() async throws {
+        try await Self.download(seed: 62, segments: 4) { origin, target, request in
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result != nil, "\(outcome)")
+            #expect(target.requestCount >= 12, "\(target.requestCount)")
+            #expect(origin.requestCount <= 2, "the first URL was asked \(origin.requestCount) times")
+        }
     }
 
     @Test func anErrorFromWhereTheRedirectLedAsksTheFirstURLAgain() async throws {
-        let content = RangeContent.generated(size: 12 << 20, seed: 63)
-        let target = try await RangeServer.start(
-            content: content, faults: [.capRanges(1 << 20), .throttle(bytesPerSecond: 2 << 20)])
-        let origin = try await RangeServer.start(content: content, faults: [.redirect(to: target.url())])
-        defer {
-            Task {
-                try? await target.shutdown()
-                try? await origin.shutdown()
+        try await Self.download(seed: 63, segments: 2) { origin, target, request in
+            let breaker = Task {
+                while target.bytesServed < 3 << 20 { try await Task.sleep(for: .milliseconds(20)) }
+                // A signed link that expired: the next request there is refused.
+                target.setFaults(Self.capped + [.unavailable(retryAfter: 0, times: 1)])
             }
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            try await breaker.value
+            #expect(outcome.result != nil, "\(outcome)")
+            #expect(
+                origin.requestCount >= 2 && origin.requestCount <= 4,
+                "the first URL was asked \(origin.requestCount) times")
+            let retries = events.filter { if case .retrying = $0 { return true } else { return false } }
+            #expect(retries.isEmpty, "going back to the first URL is not a failure: \(retries)")
         }
-        let fixture = Fixture()
-        defer { fixture.remove() }
-        var request = DownloadRequest(url: origin.url(), destination: fixture.path("out.bin"))
-        request.segments = 2
-        let breaker = Task {
-            while target.bytesServed < 3 << 20 { try await Task.sleep(for: .milliseconds(20)) }
-            // A signed link that expired: the next request there is refused.
-            target.setFaults([
-                .capRanges(1 << 20), .throttle(bytesPerSecond: 2 << 20), .unavailable(retryAfter: 0, times: 1),
-            ])
-        }
-        let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
-        try await breaker.value
-        #expect(outcome.result != nil, "\(outcome)")
-        #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
-        #expect(
-            origin.requestCount >= 2 && origin.requestCount <= 4, "the first URL was asked \(origin.requestCount) times"
-        )
-        let retries = events.filter { if case .retrying = $0 { return true } else { return false } }
-        #expect(retries.isEmpty, "going back to the first URL is not a failure: \(retries)")
     }
 }
