@@ -139,6 +139,10 @@ extension PolicyParser {
         }
         if text.allSatisfy(\.isNumber) { return "a number is not a host; an address has dots (10.0.0.5)" }
         if text.filter({ $0 == ":" }).count == 1 { return "give the host without its port" }
+        // `.inf` and `.nan` are YAML's numbers; a name's labels are never empty (`*.example` is a glob's).
+        if !text.contains(":"), text.hasPrefix(".") || text.contains("..") {
+            return "a host name has no empty label (a leading or doubled dot)"
+        }
         return nil
     }
 

@@ -46,6 +46,8 @@ import Testing
         ("prefer: true", 4, "yes/no or null"),
         ("prefer: [null]", 4, "yes/no or null"),
         ("prefer: [\"cache.lan:8080\"]", 4, "without its port"),
+        ("prefer: .inf", 4, "no empty label"),
+        ("prefer: [cache..lan]", 4, "no empty label"),
         ("prefer: \"a\\u0000b\"", 4, "control characters"),
     ])
     func aBadPreferenceIsAnErrorAtItsLine(line: String, at: Int, says: String) throws {
