@@ -59,4 +59,57 @@ struct RedirectReuseTests {
             #expect(retries.isEmpty, "going back to the first URL is not a failure: \(retries)")
         }
     }
+
+    /// Signed links that expire again and again, each sent back to the first server, which signs one for the other
+    /// node: every request counts only its own redirects, however many came before.
+    @Test func eachRequestCountsItsOwnRedirects() async throws {
+        try await Self.download(seed: 64, segments: 2) { origin, a, request in
+            let b = try await RangeServer.start(content: a.content, faults: Self.capped)
+            defer { Task { try? await b.shutdown() } }
+            let swaps = Task { () -> Int in
+                var (current, other) = (a, b)
+                var swaps = 0
+                var mark: Int64 = 0
+                while current.bytesServed + other.bytesServed < a.content.size {
+                    let served = current.bytesServed + other.bytesServed
+                    if served - mark >= 3 << 19 {
+                        mark = served
+                        origin.setFaults([.redirect(to: other.url())])
+                        current.setFaults(Self.capped + [.redirect(to: origin.url())])
+                        other.setFaults(Self.capped)
+                        (current, other) = (other, current)
+                        swaps += 1
+                    }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                return swaps
+            }
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            swaps.cancel()
+            let made = (try? await swaps.value) ?? 0
+            #expect(outcome.result != nil, "\(outcome)")
+            // Two hops an expiry: more than `RedirectPolicy`'s 10 in all.
+            #expect(made >= 6, "only \(made) expiries")
+        }
+    }
+
+    /// Where the redirect led breaks every body after its head (a node that fails): the next try asks the first
+    /// server again, which sends it elsewhere, instead of going back to the broken node until retries run out.
+    @Test func aBodyThatFailsWhereTheRedirectLedAsksTheFirstURLAgain() async throws {
+        try await Self.download(seed: 65, segments: 2) { origin, a, request in
+            let b = try await RangeServer.start(content: a.content, faults: Self.capped)
+            defer { Task { try? await b.shutdown() } }
+            var request = request
+            request.maxRetries = 3
+            let breaker = Task {
+                while a.bytesServed < 3 << 20 { try await Task.sleep(for: .milliseconds(20)) }
+                origin.setFaults([.redirect(to: b.url())])
+                a.setFaults(Self.capped + [.reset(after: 0, times: 1_000_000)])
+            }
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            try await breaker.value
+            #expect(outcome.result != nil, "\(outcome)")
+            #expect(b.bytesServed > 1 << 20, "the healthy node took no part: \(b.bytesServed)")
+        }
+    }
 }

@@ -306,14 +306,12 @@ extension DownloadRun {
             board.setInFlight(id, false)
             board.endRequest(id)
         }
+        // This request's redirects (at most `RedirectPolicy`'s): one that starts where an earlier request's led
+        // (`DownloadBoard.redirected`) counts from there. Any answer but the object on that way (a signed link
+        // expired: an error, a page, a redirect to one) sends the request back to the download's own URL once.
         var redirects = 0
-        // Where an earlier request's redirects led (`DownloadBoard.redirected`); an error answer from there (a
-        // signed link expired) goes back to the download's own URL once.
-        var cached = board.redirected
-        if let cached {
-            url = cached.url
-            redirects = cached.hops
-        }
+        var place = board.redirected
+        if let place { url = place }
         // Each request's URL may be reached over a link the job may use (`judgeSource`: redirects as they come,
         // the first here); a link change while the body comes asks again (`consume`).
         var judgedAt = download.wake.wakes
@@ -339,7 +337,7 @@ extension DownloadRun {
                     http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
                 if Task.isCancelled { return .end(.ended) }
-                if let place = cached?.url, place == url { board.forgetRedirect(to: place) }
+                if let place { board.forgetRedirect(to: place) }
                 if let error = error as? HTTPClientError, error == .getConnectionFromPoolTimeout {
                     // Waiting for a free connection is not the server failing: it never counts as a retry.
                     return .retry(after: nil, reason: "waiting for a free connection", progressed: true)
@@ -371,7 +369,9 @@ extension DownloadRun {
             }
             let head = ResponseHead(response)
             board.addHead(bytes: Self.headBytes(response))
-            let path = AnswerPath(requested: request.url, answered: url, redirects: redirects, source: known?.source)
+            let path = AnswerPath(
+                requested: request.url, answered: url, redirects: redirects + (place == nil ? 0 : 1),
+                source: known?.source)
             var decision = ResponseClassifier.classify(
                 head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData, path: path
             )
@@ -391,13 +391,13 @@ extension DownloadRun {
                     "url": "\(RedactedURL.redact(url))",
                 ]
             )
-            if let place = cached?.url, place == url {
+            if let started = place {
                 switch decision {
                 case .redirect, .body, .complete: break
                 default:
-                    // Not the object from where the download's URL led before: ask its own URL again.
-                    board.forgetRedirect(to: place)
-                    cached = nil
+                    // Not the object on the way from where the download's URL led before: ask its own URL again.
+                    board.forgetRedirect(to: started)
+                    place = nil
                     url = request.url
                     redirects = 0
                     judgedAt = download.wake.wakes
@@ -443,7 +443,7 @@ extension DownloadRun {
                     }
                     if let admit = request.admitTotal, await !admit(total) { return .end(.stop(.pause)) }
                 }
-                if redirects > 0, cached?.url != url { board.noteRedirected(to: url, hops: redirects) }
+                if redirects > 0 { board.noteRedirected(to: url) }
                 board.accept(
                     total: total, validators: validators, ranged: head.status == 206, segment: id,
                     contentType: head.contentType.map { String($0.prefix(200)) }, source: AnswerPath.place(url))
@@ -452,9 +452,12 @@ extension DownloadRun {
                 let asked =
                     head.status == 206 ? length.map { offset + $0 } ?? RangePlan.unknownEnd : RangePlan.unknownEnd
                 let timing = RequestTiming(sent: sent, head: .now - sent)
-                return await consume(
+                let outcome = await consume(
                     response.body, of: url, from: offset, until: asked, id: id, board: board, writer: writer,
                     timing: timing, judgedAt: judgedAt, span: &span)
+                // A body that failed there (a node that breaks): the next try asks the download's own URL.
+                if case .retry = outcome { board.forgetRedirect(to: url) }
+                return outcome
             case .restart(let reason):
                 return .end(.restart(reason))
             case .intercepted(let interception):

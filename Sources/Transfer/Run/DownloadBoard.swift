@@ -35,24 +35,24 @@ final class DownloadBoard: Sendable {
         var checking = false
         /// A content check found other bytes: the attempt is restarting, no other check is needed.
         var contentChanged = false
-        /// Where the download's URL led when a body came (after `hops` redirects): later requests of the
-        /// attempt start there, as a browser's or aria2c's do, instead of asking the first server again.
-        var redirected: (url: String, hops: Int)?
+        /// Where the download's URL led through redirects when a body came: later requests of the attempt
+        /// start there, as aria2c's do, instead of asking the first server again.
+        var redirected: String?
     }
 
     let state: Mutex<State>
 
     /// Where the download's URL led when a body last came through redirects (`State.redirected`).
-    var redirected: (url: String, hops: Int)? { state.withLock { $0.redirected } }
+    var redirected: String? { state.withLock { $0.redirected } }
 
-    /// Later requests start at `url`, reached after `hops` redirects.
-    func noteRedirected(to url: String, hops: Int) { state.withLock { $0.redirected = (url, hops) } }
+    /// Later requests start at `url`, where redirects led.
+    func noteRedirected(to url: String) { state.withLock { $0.redirected = url } }
 
     /// Later requests start at the download's own URL again, unless another segment has already noted
     /// another place than `url`.
     func forgetRedirect(to url: String) {
         state.withLock { s in
-            if s.redirected?.url == url { s.redirected = nil }
+            if s.redirected == url { s.redirected = nil }
         }
     }
 
