@@ -112,4 +112,22 @@ struct RedirectReuseTests {
             #expect(b.bytesServed > 1 << 20, "the healthy node took no part: \(b.bytesServed)")
         }
     }
+
+    /// Where the redirect led starts redirecting to itself: the request goes back to the first server, which sends
+    /// it elsewhere, instead of failing with "More than 10 redirects".
+    @Test func aLoopWhereTheRedirectLedAsksTheFirstURLAgain() async throws {
+        try await Self.download(seed: 66, segments: 2) { origin, a, request in
+            let b = try await RangeServer.start(content: a.content, faults: Self.capped)
+            defer { Task { try? await b.shutdown() } }
+            let breaker = Task {
+                while a.bytesServed < 3 << 20 { try await Task.sleep(for: .milliseconds(20)) }
+                origin.setFaults([.redirect(to: b.url())])
+                a.setFaults(Self.capped + [.redirect(to: a.url())])
+            }
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            try await breaker.value
+            #expect(outcome.result != nil, "\(outcome)")
+            #expect(b.bytesServed > 1 << 20, "the other node took no part: \(b.bytesServed)")
+        }
+    }
 }

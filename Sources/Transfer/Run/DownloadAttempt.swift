@@ -312,13 +312,18 @@ extension DownloadRun {
         var redirects = 0
         var place = board.redirected
         if let place { url = place }
-        // Each request's URL may be reached over a link the job may use (`judgeSource`: redirects as they come,
-        // the first here); a link change while the body comes asks again (`consume`).
-        var judgedAt = download.wake.wakes
-        if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
-            return .refused(reason: Download.refusal(url, why))
-        }
+        var judgedAt: UInt64 = 0
+        var judging = true
         while true {
+            if judging {
+                // Each request's URL may be reached over a link the job may use (`judgeSource`: redirects as they
+                // come, the first here); a link change while the body comes asks again (`consume`).
+                judging = false
+                judgedAt = download.wake.wakes
+                if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
+                    return .refused(reason: Download.refusal(url, why))
+                }
+            }
             let (client, proxy, forwarded) = route(for: url)
             var http = HTTPClientRequest.download(url, forwarded: forwarded, proxy: proxy)
             if let range = ask.rangeHeader {
@@ -397,13 +402,7 @@ extension DownloadRun {
                 default:
                     // Not the object on the way from where the download's URL led before: ask its own URL again.
                     board.forgetRedirect(to: started)
-                    place = nil
-                    url = request.url
-                    redirects = 0
-                    judgedAt = download.wake.wakes
-                    if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
-                        return .refused(reason: Download.refusal(url, why))
-                    }
+                    (place, url, redirects, judging) = (nil, request.url, 0, true)
                     continue
                 }
             }
@@ -423,6 +422,13 @@ extension DownloadRun {
                     url = next
                     continue
                 case .failure(let error):
+                    // Redirects in a loop (or to http://) on the way from where an earlier request's led: the
+                    // download's own URL may lead elsewhere now.
+                    if let started = place {
+                        board.forgetRedirect(to: started)
+                        (place, url, redirects, judging) = (nil, request.url, 0, true)
+                        continue
+                    }
                     return .end(.failed(error))
                 }
             case .body(let offset, let length, let total, let validators):
