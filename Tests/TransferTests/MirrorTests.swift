@@ -23,16 +23,7 @@ struct MirrorTests {
         func url(_ i: Int) -> String { servers[i].url("/f.bin") }
         var urls: [String] { servers.indices.map(url) }
         /// Body bytes each mirror sent for the file (nginx's log).
-        func sent(_ i: Int) -> Int64 {
-            let text = (try? String(contentsOfFile: servers[i].prefix + "/logs/access.log", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").filter { $0.contains("GET /f.bin ") }.reduce(Int64(0)) { sum, line in
-                let fields = line.components(separatedBy: "\" ")
-                guard fields.count > 1,
-                    let bytes = fields[1].split(separator: " ").dropFirst().first.flatMap({ Int64($0) })
-                else { return sum }
-                return sum + bytes
-            }
-        }
+        func sent(_ i: Int) -> Int64 { MirrorTests.sent(by: servers[i]) }
         var destination: String { fixture.path("out.bin") }
 
         /// The set a Metalink file with sha-256 piece hashes would give.
@@ -56,6 +47,18 @@ struct MirrorTests {
             request.computeSHA256 = true
             request.maxRetries = 2
             return request
+        }
+    }
+
+    /// Body bytes `server` sent for the file (nginx's log).
+    static func sent(by server: Nginx) -> Int64 {
+        let text = (try? String(contentsOfFile: server.prefix + "/logs/access.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.contains("GET /f.bin ") }.reduce(Int64(0)) { sum, line in
+            let fields = line.components(separatedBy: "\" ")
+            guard fields.count > 1,
+                let bytes = fields[1].split(separator: " ").dropFirst().first.flatMap({ Int64($0) })
+            else { return sum }
+            return sum + bytes
         }
     }
 
@@ -509,6 +512,86 @@ struct MirrorTests {
         }
         let log = (try? String(contentsOfFile: b.prefix + "/logs/access.log", encoding: .utf8)) ?? ""
         #expect(log.contains("GET /f.bin "), "the duplicate was asked")
+    }
+
+    static func warned(_ events: [DownloadEvent], _ text: String) -> Bool {
+        events.contains { if case .warning(let w) = $0 { w.contains(text) } else { false } }
+    }
+
+    @Test func aSingleURLWhoseServerNamesDuplicatesIsFetchedFromThemAll() async throws {
+        try await Self.withMirrors(locations: [1: "limit_rate 3m;", 2: "limit_rate 3m;"]) { m in
+            // Given one URL, no --mirror: its server names mirrors 1 and 2 (RFC 6249), and one more that is itself.
+            let links = [m.url(1), m.url(2)].enumerated().map {
+                "add_header Link '<\($1)>; rel=duplicate; pri=\($0 + 1)';"
+            }
+            let origin = try Nginx(
+                root: m.servers[0].root,
+                location: "limit_rate 3m; add_header Link '</f.bin>; rel=duplicate';" + links.joined())
+            defer { origin.stop() }
+            var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
+            request.computeSHA256 = true
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(Fixture.sha256(file: m.destination) == m.sha)
+            #expect(Self.warned(events, "names 2 other sources"), "\(events)")
+            let reports = Self.sources(events)
+            #expect(Set(reports.map(\.url)) == [origin.url("/f.bin"), m.url(1), m.url(2)])
+            #expect(reports.allSatisfy { $0.dropped == nil && $0.bytes > 1 << 20 }, "\(reports)")
+            #expect(reports.reduce(0) { $0 + $1.bytes } == Int64(Self.size))
+            #expect(!Fixture.exists(m.destination + ".part"))
+            // Asked not to follow (`--no-follow-metalink`), the URL given is the only source.
+            request.followMetalink = false
+            request.destination = m.fixture.path("alone.bin")
+            let before = (1...2).map { m.sent($0) }
+            let (alone, quiet) = try await Fixture.runCollecting(Download(request: request))
+            #expect(alone.result?.sha256 == m.sha)
+            #expect(!Self.warned(quiet, "other source"))
+            #expect((1...2).map { m.sent($0) } == before, "the mirrors were not asked")
+        }
+    }
+
+    @Test func aSingleURLTurnedIntoSeveralResumesWithoutLosingASpan() async throws {
+        try await Self.withMirrors(locations: [1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+            let links = [m.url(1), m.url(2)].map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
+            let origin = try Nginx(root: m.servers[0].root, location: "limit_rate 1m;" + links)
+            defer { origin.stop() }
+            var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
+            request.computeSHA256 = true
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 6 << 20)
+            #expect(first == .paused)
+            let before = Self.sent(by: origin) + m.sent(1) + m.sent(2)
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(second.result?.sha256 == m.sha)
+            #expect(Self.warned(events, "names 2 other sources"))
+            let resumed = second.result?.resumedBytes ?? 0
+            #expect(resumed >= 1 << 20, "\(String(describing: second.result))")
+            // The resumed run's first answer asked for one byte, not a span that the switch throws away.
+            let after = Self.sent(by: origin) + m.sent(1) + m.sent(2)
+            let left = Int64(Self.size) - resumed
+            #expect(after - before <= left + (64 << 10), "sent \(after - before) for \(left) left")
+        }
+    }
+
+    @Test func aRedirectorsLinkHeadersAddSources() async throws {
+        try await Self.withMirrors(locations: [0: "limit_rate 3m;", 1: "limit_rate 3m;", 2: "limit_rate 3m;"]) { m in
+            // A mirror system's redirector (MirrorBrain): a 302 to mirror 0 that names mirrors 0, 1 and 2 on the
+            // 302 itself; it serves nothing of the file.
+            let links = m.urls.map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
+            let redirector = try Nginx(
+                root: m.fixture.path("www0"), location: "location = /f.bin { \(links) return 302 \(m.url(0)); }")
+            defer { redirector.stop() }
+            var request = DownloadRequest(url: redirector.url("/f.bin"), destination: m.destination)
+            request.computeSHA256 = true
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(Self.warned(events, "names 2 other sources"), "\(events)")
+            // The redirector's URL leads to mirror 0; 1 and 2 join; none is asked twice for the same bytes.
+            let sent = (0..<3).map(m.sent)
+            #expect(sent.allSatisfy { $0 > 1 << 20 }, "each mirror served a part: \(sent)")
+            // Beyond the file: what the first answer carried before its head was read (its ask is bounded to 2 MiB).
+            #expect(sent.reduce(0, +) <= Int64(Self.size) + (2 << 20) + (64 << 10), "\(sent)")
+            #expect(Set(Self.sources(events).map(\.url)) == [redirector.url("/f.bin"), m.url(1), m.url(2)])
+        }
     }
 
     @Test func aResumeAfterTheFileChangedOnTheMirrorsStartsOverWithoutPieceHashes() async throws {

@@ -13,3 +13,12 @@ struct MetalinkAnswer: Error, Sendable {
         return bare == "application/metalink4+xml" || bare == "application/metalink+xml"
     }
 }
+
+/// A server answered a new download's first request naming other places of the file (`Announced`): carried as
+/// the cause of the error that ends the single-source run, so the download goes on from all of them.
+struct MirrorsAnswer: Error, Sendable {
+    /// Where the answer came from (after redirects).
+    var answered: String
+    /// The other places, most preferred first.
+    var mirrors: [SourceHeaders.Duplicate]
+}

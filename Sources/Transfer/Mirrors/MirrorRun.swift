@@ -463,9 +463,8 @@ struct MirrorRun: Sendable {
         found.url = answer.url
         let response = answer.response
         let headers = response.headers
-        found.duplicates = SourceHeaders.duplicates(linkValues: headers["Link"], base: answer.url)
-        found.digests = SourceHeaders.digests(
-            digestValues: headers["Digest"], reprDigestValues: headers["Repr-Digest"])
+        found.duplicates = answer.announced.duplicates
+        found.digests = answer.announced.digests
         found.validators = Validators(
             etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified"))
         let status = Int(response.status.code)

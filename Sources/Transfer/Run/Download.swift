@@ -243,13 +243,29 @@ public final class Download: Sendable {
                             download: self, client: client, forwarder: forwarder, tap: tap, sources: sources
                         ).perform())
                 } catch {
-                    // The server answered with a Metalink file: the download is one from its sources.
-                    guard let answer = error.cause as? MetalinkAnswer else { throw error }
+                    let set: MirrorSet
+                    if let answer = error.cause as? MetalinkAnswer {
+                        // The server answered with a Metalink file: the download is one from its sources.
+                        sink.yield(.warning("The server answered with a Metalink file; downloading from its sources."))
+                        set = MirrorSet(sources: [], metalinkURL: answer.url)
+                    } else if let answer = error.cause as? MirrorsAnswer {
+                        // The server named other places of the file: the download is one from all of them, its own
+                        // URL (where it led now: `answer.answered`) among them.
+                        let n = answer.mirrors.count
+                        sink.yield(
+                            .warning(
+                                "\(RedactedURL.redact(answer.answered)) names \(n) other source\(n == 1 ? "" : "s") of the file (Link: rel=duplicate); downloading from all of them."
+                            ))
+                        set = MirrorSet(
+                            sources: [MirrorSet.Source(url: request.url)]
+                                + answer.mirrors.map {
+                                    MirrorSet.Source(url: $0.url, priority: $0.priority, location: $0.location)
+                                })
+                    } else {
+                        throw error
+                    }
                     removeEmptyPartial()
-                    sink.yield(.warning("The server answered with a Metalink file; downloading from its sources."))
-                    let set = MirrorSet(sources: [], metalinkURL: answer.url)
-                    result = .success(
-                        try await MirrorRun(download: self, clients: sources, set: set).perform())
+                    result = .success(try await MirrorRun(download: self, clients: sources, set: set).perform())
                 }
             }
         } catch {

@@ -314,6 +314,9 @@ extension DownloadRun {
         if let place { url = place }
         var judgedAt: UInt64 = 0
         var judging = true
+        // A new download's first request listens for the mirrors a server announces (`Announced`).
+        let listens = request.followMetalink && request.mirrors == nil && !hasLocalData && ask.start == 0
+        var announced = Announced()
         while true {
             if judging {
                 // Each request's URL may be reached over a link the job may use (`judgeSource`: redirects as they
@@ -374,6 +377,7 @@ extension DownloadRun {
             }
             let head = ResponseHead(response)
             board.addHead(bytes: Self.headBytes(response))
+            if listens { announced.read(response.headers, from: url) }
             let path = AnswerPath(
                 requested: request.url, answered: url, redirects: redirects + (place == nil ? 0 : 1),
                 source: known?.source)
@@ -402,7 +406,7 @@ extension DownloadRun {
                 default:
                     // Not the object on the way from where the download's URL led before: ask its own URL again.
                     board.forgetRedirect(to: started)
-                    (place, url, redirects, judging) = (nil, request.url, 0, true)
+                    (place, url, redirects, judging, announced) = (nil, request.url, 0, true, Announced())
                     continue
                 }
             }
@@ -426,7 +430,7 @@ extension DownloadRun {
                     // download's own URL may lead elsewhere now.
                     if let started = place {
                         board.forgetRedirect(to: started)
-                        (place, url, redirects, judging) = (nil, request.url, 0, true)
+                        (place, url, redirects, judging, announced) = (nil, request.url, 0, true, Announced())
                         continue
                     }
                     return .end(.failed(error))
@@ -441,6 +445,17 @@ extension DownloadRun {
                         .failed(
                             TransferError(
                                 .metalink, "The server answered with a Metalink file.", cause: MetalinkAnswer(url: url))
+                        ))
+                }
+                // A server that names other places of the file (RFC 6249 `Link: rel=duplicate`, a mirror system's
+                // redirector): the download becomes one from all of them (docs/mirrors.md); nothing is written.
+                let mirrors = listens && offset == 0 ? announced.mirrors(beside: request.url, answered: url) : []
+                if !mirrors.isEmpty {
+                    return .end(
+                        .failed(
+                            TransferError(
+                                .metalink, "The server named other sources of the file.",
+                                cause: MirrorsAnswer(answered: url, mirrors: mirrors))
                         ))
                 }
                 if let total, board.takeAdmission() {

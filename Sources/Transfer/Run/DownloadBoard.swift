@@ -38,6 +38,9 @@ final class DownloadBoard: Sendable {
         /// Where the download's URL led through redirects when a body came: later requests of the attempt
         /// start there, as aria2c's do, instead of asking the first server again.
         var redirected: String?
+        /// The first request asks for one byte (`DownloadRun`: a download from several sources was left part-way
+        /// under this name, and the first answer is likely to make it one again).
+        var probeFirst = false
     }
 
     let state: Mutex<State>
@@ -65,12 +68,13 @@ final class DownloadBoard: Sendable {
     init(
         plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool,
         parts: @escaping @Sendable (Int64) -> Int,
-        resumedBytes: Int64, unstableETag: Bool = false
+        resumedBytes: Int64, unstableETag: Bool = false, probeFirst: Bool = false
     ) {
         var s = State(
             plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts,
             resumedBytes: resumedBytes)
         s.unstableETag = unstableETag
+        s.probeFirst = probeFirst
         state = Mutex(s)
     }
 
@@ -161,8 +165,11 @@ final class DownloadBoard: Sendable {
                 return (RangeAsk(start: 0, last: nil, ranged: false), s.known, hasLocal, hasAll)
             }
             let segmented = s.segments.map { $0 > 1 } ?? (s.parts(ObjectLimits.maxBytes) > 1)
-            let span = figures.bytes(
-                segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)
+            let probe = s.probeFirst && s.known == nil && next == 0
+            s.probeFirst = false
+            let span =
+                probe
+                ? 1 : figures.bytes(segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)
             let upper = s.plan.request(segment: segment, span: span)
             s.requestStarts[segment] = (next, .now)
             let openEnded = upper == RangePlan.unknownEnd || (s.known == nil && span == nil)

@@ -201,6 +201,11 @@ struct DownloadRun: Sendable {
         var restarts = 0
         var degraded = false
         var plain = false
+        // A download from several sources left part-way under this name (one this URL's server turned into
+        // one: `MirrorsAnswer`, `MetalinkAnswer`): the first answer will likely turn it into one again, so the
+        // first request asks for one byte, not a span that would be lost.
+        let probeFirst =
+            request.followMetalink && request.mirrors == nil && resumed == 0 && directory.exists(names.pieceRecord)
         // Bytes this run wrote since the last restart: a restart throws them away (`discarded_bytes`).
         var writtenSinceRestart: Int64 = 0
         if unstableETag, resumed > 0, let total = known?.total {
@@ -252,7 +257,8 @@ struct DownloadRun: Sendable {
                     r.segments = segmentsOption
                     return r.segmentCount(total: total)
                 },
-                resumedBytes: pieces.reduce(0) { $0 + $1.length }, unstableETag: unstableETag
+                resumedBytes: pieces.reduce(0) { $0 + $1.length }, unstableETag: unstableETag,
+                probeFirst: probeFirst
             )
             plain = false
             ref.board.withLock { $0 = board }

@@ -12,6 +12,8 @@ struct RequestSender: Sendable {
         var response: HTTPClientResponse
         /// The URL that answered, after redirects.
         var url: String
+        /// Mirrors and digests the responses on the way announced (a redirector's 302 too).
+        var announced: Announced
     }
 
     func get(_ url: String, range: String?, validators: Validators?, headers: [(String, String)] = [])
@@ -20,6 +22,7 @@ struct RequestSender: Sendable {
         let request = download.request
         var url = url
         var redirects = 0
+        var announced = Announced()
         while true {
             // Every URL asked, a redirect's too, is one the caller lets the download reach (`judgeSource`).
             if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
@@ -43,9 +46,10 @@ struct RequestSender: Sendable {
                     "The request for \(RedactedURL.redact(url))\(proxy.map { " through the proxy \($0)" } ?? "") failed: \(FailureText.describe(error)).",
                     cause: error)
             }
+            announced.read(response.headers, from: url)
             let status = Int(response.status.code)
             guard [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "Location")
-            else { return Answer(response: response, url: url) }
+            else { return Answer(response: response, url: url, announced: announced) }
             redirects += 1
             switch RedirectPolicy.follow(from: url, location: location, count: redirects) {
             case .success(let next): url = next
