@@ -153,6 +153,7 @@ struct GetCommand: AsyncParsableCommand {
         ProcessMemory.releaseStartupPages()
         var request = DownloadRequest(url: url, destination: output ?? OutputName.from(url: url) ?? "")
         request.followMetalink = !sources.noFollowMetalink
+        request.nameFromMetalink = output == nil
         do throws(TransferError) {
             if let (set, name) = try sources.mirrorSet(urls: urls) {
                 request.mirrors = set

@@ -119,6 +119,7 @@ final class ProgressPrinter: Sendable {
             line(
                 "Done: \(Units.formatBytes(r.totalBytes)), \(Units.formatBytes(r.bytesFetched)) fetched\(reused)\(thrown)\(twice)."
             )
+            if r.path != destination { line("Saved as \(r.path), the name the Metalink file gives.") }
             return true
         case .cancelled:
             line("Cancelled; the partial file was removed.")

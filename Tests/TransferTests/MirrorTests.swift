@@ -704,6 +704,14 @@ struct MirrorTests {
             request.destination = m.fixture.path("saved.meta4")
             let (saved, _) = try await Fixture.runCollecting(Download(request: request))
             #expect(saved.result?.totalBytes == Int64(meta4.utf8.count))
+            // Named only from the URL (`get` without -o), the file takes the Metalink file's name beside it.
+            request.followMetalink = true
+            request.nameFromMetalink = true
+            request.destination = m.fixture.path("f.meta4")
+            let (named, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(named.result?.path == m.fixture.path("f.bin"))
+            #expect(Fixture.sha256(file: m.fixture.path("f.bin")) == m.sha)
+            #expect(!Fixture.exists(m.fixture.path("f.meta4")))
         }
     }
 }

@@ -28,6 +28,7 @@ struct MirrorRun: Sendable {
 
     func perform() async throws(TransferError) -> DownloadOutcome {
         var set = set
+        var destination = request.destination
         if let location = set.metalinkURL {
             let metalink = try await readMetalink(location)
             guard let file = metalink.files.first else {
@@ -38,6 +39,11 @@ struct MirrorRun: Sendable {
                     .warning(
                         "The Metalink file describes \(metalink.files.count) files; downloading the first, \(file.name)."
                     ))
+            }
+            if request.nameFromMetalink, !file.name.isEmpty {
+                // The name was checked as the file was read (no folder, no leading dot).
+                let folder = destination.lastIndex(of: "/").map { String(destination[...$0]) } ?? ""
+                destination = folder + file.name
             }
             let given = set.sources
             set = MirrorSet(file: file)
@@ -83,12 +89,12 @@ struct MirrorRun: Sendable {
                     ))
             }
         }
-        let directory = try OutputDirectory.open(holding: request.destination, identity: request.identity)
-        let names = OutputNames(destination: request.destination)
+        let directory = try OutputDirectory.open(holding: destination, identity: request.identity)
+        let names = OutputNames(destination: destination)
         if directory.exists(names.final) && !request.force {
             throw TransferError(
                 .destinationExists,
-                "\(request.destination) already exists; pass --force to overwrite it or choose another path with -o.")
+                "\(destination) already exists; pass --force to overwrite it or choose another path with -o.")
         }
         try directory.checkWritable()
 
@@ -286,13 +292,14 @@ struct MirrorRun: Sendable {
         }
         download.sink.yield(.sources(fetch.reports(), final: true))
         return try finish(
-            fetch: fetch, fd: partial.fd, set: set, total: total, resumed: resumed, directory: directory, names: names)
+            fetch: fetch, fd: partial.fd, set: set, total: total, resumed: resumed, directory: directory, names: names,
+            destination: destination)
     }
 
     /// Checks the whole file against every digest known, then syncs and renames.
     func finish(
         fetch: MirrorFetch, fd: Int32, set: MirrorSet, total: Int64, resumed: Int64, directory: OutputDirectory,
-        names: OutputNames
+        names: OutputNames, destination: String
     ) throws(TransferError) -> DownloadOutcome {
         // A file whose every piece matched its sha-256 is the file the piece hashes describe: it is read again
         // only for a digest asked for (`--sha256`, `--print-sha256`). With sha-1 pieces, or none, the whole
@@ -344,7 +351,7 @@ struct MirrorRun: Sendable {
         let counts = fetch.counts()
         return .completed(
             DownloadResult(
-                path: request.destination, sha256: request.wantsSHA256 ? digest : nil, totalBytes: total,
+                path: destination, sha256: request.wantsSHA256 ? digest : nil, totalBytes: total,
                 bytesFetched: counts.fetched,
                 refetchedBytes: DownloadResult.refetched(
                     fetched: counts.fetched, discarded: counts.discarded, total: total, resumed: resumed),

@@ -87,6 +87,9 @@ public struct DownloadRequest: Sendable {
     /// read as the list of the object's sources, as `--metalink URL` would (docs/mirrors.md). False saves the
     /// Metalink file itself.
     public var followMetalink = true
+    /// The destination's name was only taken from the URL (`get` without `-o`): a Metalink file read from a
+    /// server names the file instead (its `name`, in the same folder), as aria2c names it.
+    public var nameFromMetalink = false
     /// Which proxy requests go through (none by default; `get` reads the environment).
     public var proxy: ProxySettings = .direct
     /// Called on the network path with the size of every received body buffer (for per-link
