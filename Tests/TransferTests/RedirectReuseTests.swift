@@ -130,4 +130,58 @@ struct RedirectReuseTests {
             #expect(b.bytesServed > 1 << 20, "the other node took no part: \(b.bytesServed)")
         }
     }
+
+    /// A "latest" link that moved on while the download was paused: the URL now redirects to another version,
+    /// whose server refuses the partial's ETag with 412. That is the object changing, not a portal: the download
+    /// starts over with the new version (before, it waited as behind a captive portal until --force).
+    @Test func aURLThatNowLeadsToAnotherVersionStartsOver() async throws {
+        let old = RangeContent.generated(size: 12 << 20, seed: 71)
+        let new = RangeContent.generated(size: 12 << 20, seed: 72)
+        let origin = try await RangeServer.start(content: old, faults: [.throttle(bytesPerSecond: 4 << 20)])
+        let next = try await RangeServer.start(content: new)
+        defer {
+            Task {
+                try? await origin.shutdown()
+                try? await next.shutdown()
+            }
+        }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        var request = DownloadRequest(url: origin.url(), destination: fixture.path("out.bin"))
+        request.segments = 2
+        let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
+        #expect(first == .paused)
+        origin.setFaults([.redirect(to: next.url("/v2"))])
+        let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+        #expect(outcome.result?.resumedBytes == 0, "\(outcome)")
+        #expect(Fixture.sha256(file: fixture.path("out.bin")) == new.sha256Hex())
+        #expect(events.contains { if case .restarted = $0 { true } else { false } }, "\(events)")
+    }
+
+    /// The same 412 from where a redirect led, where a page a tiny fraction of the object's size is served (a
+    /// portal's login page whose server honours If-Match): still a portal, and the partial is kept.
+    @Test func a412FromAPortalsPageIsStillAnInterception() async throws {
+        let content = RangeContent.generated(size: 12 << 20, seed: 74)
+        let origin = try await RangeServer.start(content: content, faults: [.throttle(bytesPerSecond: 4 << 20)])
+        let portal = try await RangeServer.start(content: RangeContent.generated(size: 4096, seed: 75))
+        defer {
+            Task {
+                try? await origin.shutdown()
+                try? await portal.shutdown()
+            }
+        }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let request = DownloadRequest(url: origin.url(), destination: fixture.path("out.bin"))
+        let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
+        #expect(first == .paused)
+        origin.setFaults([.redirect(to: portal.url("/login"))])
+        do {
+            _ = try await Fixture.runCollecting(Download(request: request))
+            Issue.record("a portal's 412 was taken as the object")
+        } catch let error as TransferError {
+            #expect(error.code == .intercepted, "\(error)")
+        }
+        #expect(Fixture.exists(fixture.path("out.bin.part.checkpoint")))
+    }
 }

@@ -384,6 +384,12 @@ extension DownloadRun {
             var decision = ResponseClassifier.classify(
                 head, ask: ask, known: known, hasLocalData: hasLocalData, hasAllData: hasAllData, path: path
             )
+            if case .intercepted(let found) = decision, head.status == 412, found.signs == [.refusalFromElsewhere],
+                await servesAnObject(at: url, known: known, board: board)
+            {
+                // Where the URL leads now is an object of its own: another version, not a portal's page.
+                decision = .restart(.preconditionFailed)
+            }
             if case .restart(let reason) = decision,
                 await etagProvedUnstable(reason, head: head, known: known, board: board, writer: writer)
             {
