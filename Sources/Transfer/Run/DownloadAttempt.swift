@@ -82,11 +82,15 @@ extension DownloadRun {
                 let c = board.counters
                 sink.yield(.started(totalBytes: total, resumedBytes: c.done, segments: n))
                 for id in 0..<n {
-                    group.addTask { await worker(id, board: board, writer: writer) }
+                    group.addTask(executorPreference: LoopExecutor.forWorker(id)) {
+                        await worker(id, board: board, writer: writer)
+                    }
                 }
                 workers = n
             } else {
-                group.addTask { await worker(0, board: board, writer: writer) }
+                group.addTask(executorPreference: LoopExecutor.forWorker(0)) {
+                    await worker(0, board: board, writer: writer)
+                }
                 workers = 1
             }
             var end: AttemptEnd?
@@ -104,7 +108,9 @@ extension DownloadRun {
                     sink.yield(.started(totalBytes: c.total, resumedBytes: 0, segments: n))
                     if end == nil, n > 1 {
                         for id in 1..<n {
-                            group.addTask { await worker(id, board: board, writer: writer) }
+                            group.addTask(executorPreference: LoopExecutor.forWorker(id)) {
+                                await worker(id, board: board, writer: writer)
+                            }
                         }
                         workers += n - 1
                     }

@@ -27,7 +27,9 @@ extension Download {
                 }
                 return .finished
             }
-            for index in 0..<count { group.addTask { await worker(index) } }
+            for index in 0..<count {
+                group.addTask(executorPreference: LoopExecutor.forWorker(index)) { await worker(index) }
+            }
             var left = count
             var result = WorkerTurn.finished
             while left > 0, let turn = await group.next() {
