@@ -7,8 +7,9 @@ import NIOPosix
 /// read: no hand-off between threads per buffer (a futex wake and a context switch each, which cost more
 /// CPU than the read itself: bench/README.md, "download"). `HTTPClient` opens a request's connection on
 /// the caller's loop when the caller runs on one (`MultiThreadedEventLoopGroup.any()`), so a segment
-/// started here gets its connection here. The task's work must never block: it only moves buffers on to
-/// the writer's queue and awaits.
+/// started here gets its connection here. The task's work must never block for long: a segment moves
+/// buffers on to the writer's queue and awaits; a worker of a download from several sources writes each
+/// buffer itself (into the page cache) and hashes its pieces off the loop (`MirrorFetch`).
 final class LoopExecutor: TaskExecutor {
     let loop: any EventLoop
 

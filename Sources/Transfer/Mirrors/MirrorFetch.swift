@@ -517,7 +517,13 @@ final class MirrorFetch: Sendable {
                         s.sources[source].bytes += Int64(reserved.count)
                         return s.board.wrote(id, reserved)
                     }
-                    for piece in complete { verify(piece) }
+                    if !complete.isEmpty {
+                        // Reading a piece back and hashing it takes milliseconds: not on the event loop this
+                        // worker runs on (`LoopExecutor`), where it would hold up every connection of the loop.
+                        await withTaskExecutorPreference(globalConcurrentExecutor) {
+                            for piece in complete { verify(piece) }
+                        }
+                    }
                 }
                 // Cut by another source, or at the end of what it answered: stop reading.
                 if reserved.count < n || !state.withLock({ $0.board.isOpen(id) }) || position >= end { break }
