@@ -201,7 +201,12 @@ import Testing
             ("hidden", v4("<file name=\".bashrc\"/>"), "starts with a dot"),
             ("control", v4("<file name=\"a&#9;b\"/>"), "control character"),
             ("no name", v4("<file/>"), "has no `name`"),
-            ("long name", v4("<file name=\"\(String(repeating: "é", count: 128))\"/>"), "longer than 255 bytes"),
+            ("long name", v4("<file name=\"\(String(repeating: "é", count: 128))\"/>"), "longer than 236 bytes"),
+            (
+                "no room for the partial's name", v4("<file name=\"\(String(repeating: "m", count: 237))\"/>"),
+                "longer than 236"
+            ),
+            ("blanks", v4("<file name=\"   \"/>"), "only blanks"),
             ("same name", v4("<file name=\"a\"/><file name=\"a\"/>"), "two `file` elements are named `a`"),
             (
                 "billion pieces",

@@ -25,6 +25,11 @@ struct MirrorTests {
         /// Body bytes each mirror sent for the file (nginx's log).
         func sent(_ i: Int) -> Int64 { MirrorTests.sent(by: servers[i]) }
         var destination: String { fixture.path("out.bin") }
+        /// The file's sha-256 as a server announces it (RFC 9530), as nginx directives.
+        var digestHeader: String {
+            let hash = Data(SHA256.hash(data: content)).base64EncodedString()
+            return " add_header Repr-Digest 'sha-256=:\(hash):';"
+        }
 
         /// The set a Metalink file with sha-256 piece hashes would give.
         func set(pieces: Bool = true) -> MirrorSet {
@@ -526,7 +531,7 @@ struct MirrorTests {
             }
             let origin = try Nginx(
                 root: m.servers[0].root,
-                location: "limit_rate 3m; add_header Link '</f.bin>; rel=duplicate';" + links.joined())
+                location: "limit_rate 3m; add_header Link '</f.bin>; rel=duplicate';" + links.joined() + m.digestHeader)
             defer { origin.stop() }
             var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
             request.computeSHA256 = true
@@ -553,7 +558,7 @@ struct MirrorTests {
     @Test func aSingleURLTurnedIntoSeveralResumesWithoutLosingASpan() async throws {
         try await Self.withMirrors(locations: [1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
             let links = [m.url(1), m.url(2)].map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
-            let origin = try Nginx(root: m.servers[0].root, location: "limit_rate 1m;" + links)
+            let origin = try Nginx(root: m.servers[0].root, location: "limit_rate 1m;" + links + m.digestHeader)
             defer { origin.stop() }
             var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
             request.computeSHA256 = true
@@ -572,13 +577,48 @@ struct MirrorTests {
         }
     }
 
+    @Test func linksWithoutTheFilesDigestAreIgnored() async throws {
+        try await Self.withMirrors { m in
+            // RFC 6249: without the file's digest nothing could tell a stale mirror, so the links do not count.
+            let links = [m.url(1), m.url(2)].map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
+            let origin = try Nginx(root: m.servers[0].root, location: links)
+            defer { origin.stop() }
+            var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
+            request.computeSHA256 = true
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha)
+            #expect(!Self.warned(events, "other source"))
+            #expect(m.sent(1) == 0 && m.sent(2) == 0, "a mirror was asked: \(m.sent(1)) / \(m.sent(2))")
+        }
+    }
+
+    @Test func aStaleMirrorOfTheSameLengthEndsInTheRightFileFromTheURLGiven() async throws {
+        var stale = Self.content
+        for i in stride(from: 0, to: stale.count, by: 4096) { stale[i] ^= 0x33 }
+        try await Self.withMirrors(files: [1: stale], locations: [0: "limit_rate 2m;", 1: "limit_rate 2m;"]) { m in
+            // The origin names mirror 1, which has another file of the same length and says no digest of its own.
+            let origin = try Nginx(
+                root: m.servers[0].root,
+                location: "limit_rate 2m; add_header Link '<\(m.url(1))>; rel=duplicate';" + m.digestHeader)
+            defer { origin.stop() }
+            var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
+            request.computeSHA256 = true
+            let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha, "\(outcome)")
+            #expect(Fixture.sha256(file: m.destination) == m.sha)
+            #expect(Self.warned(events, "alone"), "\(events)")
+            #expect(!Fixture.exists(m.destination + ".mirror-part"))
+        }
+    }
+
     @Test func aRedirectorsLinkHeadersAddSources() async throws {
         try await Self.withMirrors(locations: [0: "limit_rate 3m;", 1: "limit_rate 3m;", 2: "limit_rate 3m;"]) { m in
             // A mirror system's redirector (MirrorBrain): a 302 to mirror 0 that names mirrors 0, 1 and 2 on the
             // 302 itself; it serves nothing of the file.
             let links = m.urls.map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
             let redirector = try Nginx(
-                root: m.fixture.path("www0"), location: "location = /f.bin { \(links) return 302 \(m.url(0)); }")
+                root: m.fixture.path("www0"),
+                location: "location = /f.bin { \(links) \(m.digestHeader) return 302 \(m.url(0)); }")
             defer { redirector.stop() }
             var request = DownloadRequest(url: redirector.url("/f.bin"), destination: m.destination)
             request.computeSHA256 = true

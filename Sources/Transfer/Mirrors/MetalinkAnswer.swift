@@ -19,6 +19,9 @@ struct MetalinkAnswer: Error, Sendable {
 struct MirrorsAnswer: Error, Sendable {
     /// Where the answer came from (after redirects).
     var answered: String
-    /// The other places, most preferred first.
+    /// The other places, most preferred first (none: a download from several sources left part-way under this
+    /// name goes on as one).
     var mirrors: [SourceHeaders.Duplicate]
+    /// The file's digests the answers on the way gave: they decide which sources have the file.
+    var digests: [Metalink.HashKind: [UInt8]]
 }

@@ -421,7 +421,12 @@ final class MetalinkReader {
         if name.hasPrefix(".") {
             return "the file name `\(shown)` starts with a dot (`.`, `..` and hidden files are refused)"
         }
-        if name.utf8.count > 255 { return "the file name `\(shown)` is longer than 255 bytes" }
+        if name.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
+            return "the file name `\(shown)` is only blanks"
+        }
+        // Room for the partial's names beside it (`NAME.mirror-part.pieces`) within a file name's 255 bytes.
+        let longest = 255 - ".mirror-part.pieces".utf8.count
+        if name.utf8.count > longest { return "the file name `\(shown)` is longer than \(longest) bytes" }
         return nil
     }
 

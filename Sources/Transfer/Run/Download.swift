@@ -244,28 +244,46 @@ public final class Download: Sendable {
                         ).perform())
                 } catch {
                     let set: MirrorSet
+                    var announced = false
                     if let answer = error.cause as? MetalinkAnswer {
                         // The server answered with a Metalink file: the download is one from its sources.
                         sink.yield(.warning("The server answered with a Metalink file; downloading from its sources."))
                         set = MirrorSet(sources: [], metalinkURL: answer.url)
                     } else if let answer = error.cause as? MirrorsAnswer {
-                        // The server named other places of the file: the download is one from all of them, its own
-                        // URL (where it led now: `answer.answered`) among them.
+                        // The server named other places of the file with its digest (or a download from several
+                        // sources was left part-way under this name): the download is one from all of them, its own
+                        // URL among them; the digest decides which have the file.
                         let n = answer.mirrors.count
-                        sink.yield(
-                            .warning(
-                                "\(RedactedURL.redact(answer.answered)) names \(n) other source\(n == 1 ? "" : "s") of the file (Link: rel=duplicate); downloading from all of them."
-                            ))
+                        if n > 0 {
+                            sink.yield(
+                                .warning(
+                                    "\(RedactedURL.redact(request.url)) names \(n) other source\(n == 1 ? "" : "s") of the file (Link: rel=duplicate, with its digest); downloading from all of them."
+                                ))
+                        }
                         set = MirrorSet(
                             sources: [MirrorSet.Source(url: request.url)]
                                 + answer.mirrors.map {
                                     MirrorSet.Source(url: $0.url, priority: $0.priority, location: $0.location)
-                                })
+                                }, hashes: answer.digests)
+                        announced = true
                     } else {
                         throw error
                     }
                     removeEmptyPartial()
-                    result = .success(try await MirrorRun(download: self, clients: sources, set: set).perform())
+                    do throws(TransferError) {
+                        result = .success(try await MirrorRun(download: self, clients: sources, set: set).perform())
+                    } catch  where error.code == .checksumMismatch && announced {
+                        // Announced mirrors (`MirrorsAnswer`) gave a file that is not the one the digest names, and
+                        // with one digest for the whole file nothing tells which mirror was wrong: the URL given,
+                        // alone, once more.
+                        sink.yield(
+                            .warning(
+                                "\(error.message) Downloading it again from \(RedactedURL.redact(request.url)) alone."))
+                        var single = DownloadRun(
+                            download: self, client: client, forwarder: forwarder, tap: tap, sources: sources)
+                        single.followsAnnouncements = false
+                        result = .success(try await single.perform())
+                    }
                 }
             }
         } catch {

@@ -321,7 +321,8 @@ extension DownloadRun {
         var judgedAt: UInt64 = 0
         var judging = true
         // A new download's first request listens for the mirrors a server announces (`Announced`).
-        let listens = request.followMetalink && request.mirrors == nil && !hasLocalData && ask.start == 0
+        let listens =
+            followsAnnouncements && request.followMetalink && request.mirrors == nil && !hasLocalData && ask.start == 0
         var announced = Announced()
         while true {
             if judging {
@@ -461,13 +462,17 @@ extension DownloadRun {
                 }
                 // A server that names other places of the file (RFC 6249 `Link: rel=duplicate`, a mirror system's
                 // redirector): the download becomes one from all of them (docs/mirrors.md); nothing is written.
-                let mirrors = listens && offset == 0 ? announced.mirrors(beside: request.url, answered: url) : []
-                if !mirrors.isEmpty {
+                // RFC 6249: mirrors count only with the file's digest (`Digest`, `Repr-Digest`), which then checks
+                // them all; without one, a stale mirror of the same length would go unnoticed.
+                let mirrors =
+                    listens && offset == 0 && !announced.digests.isEmpty
+                    ? announced.mirrors(beside: request.url, answered: url) : []
+                if !mirrors.isEmpty || (listens && offset == 0 && board.sourcesLeftPartWay) {
                     return .end(
                         .failed(
                             TransferError(
                                 .metalink, "The server named other sources of the file.",
-                                cause: MirrorsAnswer(answered: url, mirrors: mirrors))
+                                cause: MirrorsAnswer(answered: url, mirrors: mirrors, digests: announced.digests))
                         ))
                 }
                 if let total, board.takeAdmission() {

@@ -44,6 +44,9 @@ final class DownloadBoard: Sendable {
     }
 
     let state: Mutex<State>
+    /// A download from several sources was left part-way under this name (`DownloadRun`): the first answer turns
+    /// this one into one from several again, so that its verified pieces are used.
+    let sourcesLeftPartWay: Bool
 
     /// Where the download's URL led when a body last came through redirects (`State.redirected`).
     var redirected: String? { state.withLock { $0.redirected } }
@@ -76,6 +79,7 @@ final class DownloadBoard: Sendable {
         s.unstableETag = unstableETag
         s.probeFirst = probeFirst
         state = Mutex(s)
+        sourcesLeftPartWay = probeFirst
     }
 
     /// Whether the server's ETag was found to change for the same bytes.

@@ -20,6 +20,9 @@ struct DownloadRun: Sendable {
     /// The clients for each proxy choice (`SourceClients.route`): each URL asked, a redirect's too, goes by
     /// its own; nil: every URL by `client` and `forwarder`.
     var sources: SourceClients? = nil
+    /// Whether a server's Metalink answer or announced mirrors turn the download into one from several sources
+    /// (`MetalinkAnswer`, `MirrorsAnswer`); false after such a download failed its digest (`Download.run`).
+    var followsAnnouncements = true
     var request: DownloadRequest { download.request }
     var logger: Logger { download.logger }
 
@@ -205,7 +208,8 @@ struct DownloadRun: Sendable {
         // one: `MirrorsAnswer`, `MetalinkAnswer`): the first answer will likely turn it into one again, so the
         // first request asks for one byte, not a span that would be lost.
         let probeFirst =
-            request.followMetalink && request.mirrors == nil && resumed == 0 && directory.exists(names.pieceRecord)
+            followsAnnouncements && request.followMetalink && request.mirrors == nil && resumed == 0
+            && directory.exists(names.pieceRecord)
         // Bytes this run wrote since the last restart: a restart throws them away (`discarded_bytes`).
         var writtenSinceRestart: Int64 = 0
         if unstableETag, resumed > 0, let total = known?.total {
