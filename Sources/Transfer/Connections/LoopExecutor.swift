@@ -3,13 +3,13 @@ import NIOPosix
 
 /// Runs a task's jobs on one of the shared NIO event loops (a `TaskExecutor`).
 ///
-/// A segment's task that prefers the loop its connection runs on takes each body part where the part was
-/// read: no hand-off between threads per buffer (a futex wake and a context switch each, which cost more
-/// CPU than the read itself: bench/README.md, "download"). `HTTPClient` opens a request's connection on
-/// the caller's loop when the caller runs on one (`MultiThreadedEventLoopGroup.any()`), so a segment
-/// started here gets its connection here. The task's work must never block for long: a segment moves
-/// buffers on to the writer's queue and awaits; a worker of a download from several sources writes each
-/// buffer itself (into the page cache) and hashes its pieces off the loop (`MirrorFetch`).
+/// The workers of a download from several sources (`MirrorFetch`) and of a delta (`DeltaFetch`) prefer a
+/// loop: `HTTPClient` opens a request's connection on the caller's loop when the caller runs on one
+/// (`MultiThreadedEventLoopGroup.any()`), so each body part is taken on the thread that read it, without a
+/// hand-off between threads per buffer (a futex wake and a context switch each: bench/README.md). Their work
+/// must never block for long: they write each buffer into the page cache and hash pieces off the loop.
+/// A single-source segment does not: its pause drain (`PauseDrain`) needs its reads to keep up with NIO's,
+/// and on the loop they lag by a turn (bench/README.md, "download").
 final class LoopExecutor: TaskExecutor {
     let loop: any EventLoop
 
