@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import TestSupport
 import Testing
 
@@ -373,6 +374,20 @@ import Testing
         #expect(Metalink.bytes(hex: "00fFa", count: 3) == nil)
         #expect(Metalink.bytes(hex: "0g", count: 1) == nil)
         #expect(Metalink.bytes(hex: "+1", count: 1) == nil)
+    }
+
+    @Test func digestsThatDisagreeOnTheWayCountAsNone() {
+        let a = Data(repeating: 1, count: 32).base64EncodedString()
+        let b = Data(repeating: 2, count: 32).base64EncodedString()
+        var announced = Announced()
+        announced.read(
+            HTTPHeaders([("Digest", "SHA-256=\(a)"), ("Link", "</m>; rel=duplicate")]), from: "http://o.example/r")
+        #expect(announced.digests[.sha256] == Array(repeating: 1, count: 32))
+        announced.read(HTTPHeaders([("Repr-Digest", "sha-256=:\(a):")]), from: "http://m.example/f")
+        #expect(announced.digests[.sha256] != nil, "the same digest twice is one")
+        announced.read(HTTPHeaders([("Repr-Digest", "sha-256=:\(b):")]), from: "http://m.example/f")
+        #expect(announced.digests.isEmpty)
+        #expect(announced.duplicates.map(\.url) == ["http://o.example/m"])
     }
 
     // MARK: - Link: rel=duplicate

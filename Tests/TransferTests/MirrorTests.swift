@@ -611,6 +611,34 @@ struct MirrorTests {
         }
     }
 
+    @Test func aResumedPartialNeverTakesMirrorsNamedWithoutADigest() async throws {
+        var stale = Self.content
+        for i in stride(from: 0, to: stale.count, by: 4096) { stale[i] ^= 0x33 }
+        try await Self.withMirrors(files: [1: stale], locations: [2: "limit_rate 1m;"]) { m in
+            let root = m.servers[0].root
+            // `/res/` names the good mirror 2 with the file's digest; `/nodig/` names the stale mirror 1 without one.
+            let origin = try Nginx(
+                root: root,
+                location: """
+                    location /res/ { alias \(root)/; limit_rate 1m; add_header Link '<\(m.url(2))>; rel=duplicate'; \
+                    \(m.digestHeader) }
+                    location /nodig/ { alias \(root)/; add_header Link '<\(m.url(1))>; rel=duplicate'; }
+                    """)
+            defer { origin.stop() }
+            var request = DownloadRequest(url: origin.url("/res/f.bin"), destination: m.destination)
+            request.computeSHA256 = true
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
+            #expect(first == .paused)
+            #expect(Fixture.exists(m.destination + ".mirror-part.pieces"))
+            // Another URL of the same name, whose server names the stale mirror and no digest.
+            request.url = origin.url("/nodig/f.bin")
+            let (outcome, _) = try await Fixture.runCollecting(Download(request: request))
+            #expect(outcome.result?.sha256 == m.sha, "\(outcome)")
+            #expect(m.sent(1) == 0, "the mirror named without a digest sent \(m.sent(1)) bytes")
+            #expect(!Fixture.exists(m.destination + ".mirror-part"))
+        }
+    }
+
     @Test func aRedirectorsLinkHeadersAddSources() async throws {
         try await Self.withMirrors(locations: [0: "limit_rate 3m;", 1: "limit_rate 3m;", 2: "limit_rate 3m;"]) { m in
             // A mirror system's redirector (MirrorBrain): a 302 to mirror 0 that names mirrors 0, 1 and 2 on the

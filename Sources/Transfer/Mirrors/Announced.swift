@@ -2,11 +2,14 @@ import NIOHTTP1
 
 /// What the responses on the way to an answer announced about the file (RFC 6249): mirrors in
 /// `Link: rel=duplicate` and digests in `Digest` / `Repr-Digest`. A mirror system's redirector sends them
-/// on its 302, so every response on the way counts, not only the last; a digest on the answer itself wins
-/// over one on a redirect before it.
+/// on its 302, so every response on the way counts, not only the last. Two responses that give a digest of
+/// one kind differently give none of it.
 struct Announced: Sendable, Equatable {
     private(set) var duplicates: [SourceHeaders.Duplicate] = []
-    private(set) var digests: [Metalink.HashKind: [UInt8]] = [:]
+    /// The digests, but none of a kind that two responses on the way gave differently.
+    var digests: [Metalink.HashKind: [UInt8]] { given.filter { !conflicting.contains($0.key) } }
+    private var given: [Metalink.HashKind: [UInt8]] = [:]
+    private var conflicting: Set<Metalink.HashKind> = []
 
     /// Reads one response's headers; `url` is the URL it answered, which relative links resolve against.
     mutating func read(_ headers: HTTPHeaders, from url: String) {
@@ -21,7 +24,10 @@ struct Announced: Sendable, Equatable {
         let digest = headers["Digest"]
         let repr = headers["Repr-Digest"]
         if !digest.isEmpty || !repr.isEmpty {
-            digests.merge(SourceHeaders.digests(digestValues: digest, reprDigestValues: repr)) { _, later in later }
+            for (kind, value) in SourceHeaders.digests(digestValues: digest, reprDigestValues: repr) {
+                if let earlier = given[kind], earlier != value { conflicting.insert(kind) }
+                given[kind] = value
+            }
         }
     }
 

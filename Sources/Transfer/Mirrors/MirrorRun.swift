@@ -131,8 +131,10 @@ struct MirrorRun: Sendable {
         }
         let known = Set(sources.map(\.url) + usable.map(\.url))
         let duplicates = sources.flatMap { probe in
-            // A duplicate never goes from https to http: the server's word does not lower the download's security.
-            probe.duplicates.filter {
+            // RFC 6249: a server's mirrors count only with the file's digest (its own, or one the download has),
+            // which then checks them; a duplicate never goes from https to http: the server's word does not lower
+            // the download's security.
+            (probe.digests.isEmpty && set.hashes.isEmpty && set.pieces == nil ? [] : probe.duplicates).filter {
                 !probe.url.lowercased().hasPrefix("https://") || $0.url.lowercased().hasPrefix("https://")
             }
         }.filter { !known.contains($0.url) }
@@ -537,7 +539,7 @@ struct MirrorRun: Sendable {
                 guard let d = sources[i].digests[kind] else { continue }
                 if let expected, d != expected {
                     sources[i].problem =
-                        "its \(kind.rawValue) digest header names another file than \(hashes[kind] == nil ? "most sources'" : "the Metalink file's")"
+                        "its \(kind.rawValue) digest header names another file than \(hashes[kind] == nil ? "most sources'" : "the digest the download was given (a Metalink file's, or the one its URL's server announced)")"
                 } else if expected == nil {
                     sources[i].digests[kind] = nil
                 }
