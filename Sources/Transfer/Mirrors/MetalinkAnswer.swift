@@ -17,8 +17,6 @@ struct MetalinkAnswer: Error, Sendable {
 /// A server answered a new download's first request naming other places of the file (`Announced`): carried as
 /// the cause of the error that ends the single-source run, so the download goes on from all of them.
 struct MirrorsAnswer: Error, Sendable {
-    /// Where the answer came from (after redirects).
-    var answered: String
     /// The other places, most preferred first (none: a download from several sources left part-way under this
     /// name goes on as one).
     var mirrors: [SourceHeaders.Duplicate]

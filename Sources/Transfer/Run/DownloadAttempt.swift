@@ -472,7 +472,7 @@ extension DownloadRun {
                         .failed(
                             TransferError(
                                 .metalink, "The server named other sources of the file.",
-                                cause: MirrorsAnswer(answered: url, mirrors: mirrors, digests: announced.digests))
+                                cause: MirrorsAnswer(mirrors: mirrors, digests: announced.digests))
                         ))
                 }
                 if let total, board.takeAdmission() {
