@@ -82,15 +82,11 @@ extension DownloadRun {
                 let c = board.counters
                 sink.yield(.started(totalBytes: total, resumedBytes: c.done, segments: n))
                 for id in 0..<n {
-                    group.addTask {
-                        await worker(id, board: board, writer: writer)
-                    }
+                    group.addTask { await worker(id, board: board, writer: writer) }
                 }
                 workers = n
             } else {
-                group.addTask {
-                    await worker(0, board: board, writer: writer)
-                }
+                group.addTask { await worker(0, board: board, writer: writer) }
                 workers = 1
             }
             var end: AttemptEnd?
@@ -108,9 +104,7 @@ extension DownloadRun {
                     sink.yield(.started(totalBytes: c.total, resumedBytes: 0, segments: n))
                     if end == nil, n > 1 {
                         for id in 1..<n {
-                            group.addTask {
-                                await worker(id, board: board, writer: writer)
-                            }
+                            group.addTask { await worker(id, board: board, writer: writer) }
                         }
                         workers += n - 1
                     }

@@ -38,14 +38,12 @@ final class DownloadBoard: Sendable {
         /// Where the download's URL led through redirects when a body came: later requests of the attempt
         /// start there, as aria2c's do, instead of asking the first server again.
         var redirected: String?
-        /// The first request asks for one byte (`DownloadRun`: a download from several sources was left part-way
-        /// under this name, and the first answer is likely to make it one again).
-        var probeFirst = false
     }
 
     let state: Mutex<State>
-    /// A download from several sources was left part-way under this name (`DownloadRun`): the first answer turns
-    /// this one into one from several again, so that its verified pieces are used.
+    /// A download from several sources was left part-way under this name (`DownloadRun`): the first request asks
+    /// for one byte, and its answer turns this one into one from several again, so that its verified pieces are
+    /// used.
     let sourcesLeftPartWay: Bool
 
     /// Where the download's URL led when a body last came through redirects (`State.redirected`).
@@ -71,15 +69,14 @@ final class DownloadBoard: Sendable {
     init(
         plan: RangePlan, known: KnownObject?, acceptRanges: Bool, plain: Bool,
         parts: @escaping @Sendable (Int64) -> Int,
-        resumedBytes: Int64, unstableETag: Bool = false, probeFirst: Bool = false
+        resumedBytes: Int64, unstableETag: Bool = false, sourcesLeftPartWay: Bool = false
     ) {
         var s = State(
             plan: plan, known: known, acceptRanges: acceptRanges, plain: plain, parts: parts,
             resumedBytes: resumedBytes)
         s.unstableETag = unstableETag
-        s.probeFirst = probeFirst
         state = Mutex(s)
-        sourcesLeftPartWay = probeFirst
+        self.sourcesLeftPartWay = sourcesLeftPartWay
     }
 
     /// Whether the server's ETag was found to change for the same bytes.
@@ -169,8 +166,7 @@ final class DownloadBoard: Sendable {
                 return (RangeAsk(start: 0, last: nil, ranged: false), s.known, hasLocal, hasAll)
             }
             let segmented = s.segments.map { $0 > 1 } ?? (s.parts(ObjectLimits.maxBytes) > 1)
-            let probe = s.probeFirst && s.known == nil && next == 0
-            s.probeFirst = false
+            let probe = sourcesLeftPartWay && s.known == nil && next == 0
             let span =
                 probe
                 ? 1 : figures.bytes(segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)

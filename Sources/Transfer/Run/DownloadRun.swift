@@ -207,7 +207,7 @@ struct DownloadRun: Sendable {
         // A download from several sources left part-way under this name (one this URL's server turned into
         // one: `MirrorsAnswer`, `MetalinkAnswer`): the first answer will likely turn it into one again, so the
         // first request asks for one byte, not a span that would be lost.
-        let probeFirst =
+        let sourcesLeftPartWay =
             followsAnnouncements && request.followMetalink && request.mirrors == nil && resumed == 0
             && directory.exists(names.pieceRecord)
         // Bytes this run wrote since the last restart: a restart throws them away (`discarded_bytes`).
@@ -262,7 +262,7 @@ struct DownloadRun: Sendable {
                     return r.segmentCount(total: total)
                 },
                 resumedBytes: pieces.reduce(0) { $0 + $1.length }, unstableETag: unstableETag,
-                probeFirst: probeFirst
+                sourcesLeftPartWay: sourcesLeftPartWay
             )
             plain = false
             ref.board.withLock { $0 = board }
