@@ -121,6 +121,39 @@ import Testing
         #expect(PieceBoard(total: 3500, pieceLength: 1000, verified: [true]).verifiedCount == 0)
     }
 
+    /// A pause keeps the bytes written of pieces left part way; a resumed board fetches only the rest of them.
+    @Test func piecesLeftPartWayAreKeptAndOnlyTheirRestIsPending() {
+        var board = PieceBoard(total: 4000, pieceLength: 1000)
+        let a = board.take(source: 0, maxBytes: 2000)!
+        let b = board.take(source: 1, maxBytes: 1000)!
+        #expect(a.range == 0..<2000 && b.range == 2000..<3000)
+        #expect(board.wrote(a.id, board.reserve(a.id, count: 1200)) == [0])
+        board.verifiedPiece(0)
+        #expect(board.wrote(b.id, board.reserve(b.id, count: 300)) == [])
+        // Reserved and not written yet: not kept.
+        _ = board.reserve(b.id, count: 100)
+        #expect(board.writtenUnverified == [1000..<1200, 2000..<2300])
+        board.finish(a.id)
+        board.finish(b.id)
+        #expect(board.writtenUnverified == [1000..<1200, 2000..<2300])
+
+        var resumed = PieceBoard(
+            total: 4000, pieceLength: 1000, verified: [true, false, false, false],
+            written: [2000..<2300, 1000..<1200, 3000..<4000, 5000..<6000])
+        // Piece 3 written whole was never verified: fetched again whole. A span outside the file is ignored.
+        #expect(resumed.pending == [1200..<2000, 2300..<4000])
+        #expect(resumed.carriedBytes == 500)
+        #expect(resumed.writtenUnverified == [1000..<1200, 2000..<2300])
+        let rest = resumed.take(source: 0, maxBytes: 1)!
+        #expect(rest.range == 1200..<2000)
+        #expect(resumed.wrote(rest.id, resumed.reserve(rest.id, count: 800)) == [1])
+        // A piece that fails with bytes of the earlier run in it blames no single source.
+        #expect(resumed.carriedBytes(ofPiece: 1) == 200)
+        #expect(resumed.failedPiece(1) == [PieceBoard.earlierRun, 0])
+        #expect(resumed.carriedBytes == 300)
+        #expect(resumed.pending.first == 1000..<2000)
+    }
+
     @Test func theRecordRoundTripsAndRefusesWhatItDidNotWrite() {
         let record = PieceRecord(
             total: 3500, pieceLength: 1000, check: "crc32c", identity: "size:3500",
@@ -130,6 +163,17 @@ import Testing
         bytes[bytes.count - 3] = UInt8(ascii: "g")
         #expect(PieceRecord.decode(bytes) == nil)
         #expect(PieceRecord.decode(Array("meterwise-pieces 1\ntotal -1\n".utf8)) == nil)
+        var partWay = record
+        partWay.written = [.init(range: 1000..<1200, crc: 0x0102_0304), .init(range: 3000..<3500, crc: 9)]
+        #expect(PieceRecord.decode(partWay.encoded()) == partWay)
+        // Spans outside the file, empty or reversed, or with a CRC that is not 8 hex digits are not its own.
+        for bad in [
+            "written 3000 3501 00000009", "written 10 10 00000009", "written 20 10 00000009",
+            "written -1 10 00000009", "written 0 10 9", "written 0 10 0000000g", "written 0 10",
+        ] {
+            let text = String(decoding: record.encoded(), as: UTF8.self) + bad + "\n"
+            #expect(PieceRecord.decode(Array(text.utf8)) == nil, "\(bad)")
+        }
         let noCRC = PieceRecord(
             total: 9, pieceLength: 4, check: "sha-256", identity: "-", verified: [false, true, true])
         #expect(PieceRecord.decode(noCRC.encoded()) == noCRC)

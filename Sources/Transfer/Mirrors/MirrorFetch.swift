@@ -47,6 +47,8 @@ final class MirrorFetch: Sendable {
         var rate = RateEstimate()
         var lastByte: [Int: ContinuousClock.Instant] = [:]
         var recordDirty = false
+        /// Bytes the resumed partial held of pieces that then failed their check (fetched again).
+        var lostResumed: Int64 = 0
     }
 
     /// A request with no byte for this long, while other sources deliver, is abandoned and its span taken.
@@ -60,7 +62,7 @@ final class MirrorFetch: Sendable {
     let state: Mutex<State>
     let fd: Int32
     let check: PieceCheck
-    let record: @Sendable ([Bool], [UInt32]) -> PieceRecord
+    let record: @Sendable ([Bool], [UInt32], [PieceRecord.Written]) -> PieceRecord
     let directory: OutputDirectory
     let names: OutputNames
     let resumed: Int64
@@ -74,7 +76,8 @@ final class MirrorFetch: Sendable {
         run: MirrorRun, sources: [MirrorRun.Probe], parked: [MirrorRun.Parked] = [], notUsed: [SourceReport] = [],
         board: PieceBoard, fd: Int32,
         check: PieceCheck, crcs: [UInt32],
-        record: @escaping @Sendable ([Bool], [UInt32]) -> PieceRecord, directory: OutputDirectory,
+        record: @escaping @Sendable ([Bool], [UInt32], [PieceRecord.Written]) -> PieceRecord,
+        directory: OutputDirectory,
         names: OutputNames, resumed: Int64
     ) {
         self.run = run
@@ -114,7 +117,7 @@ final class MirrorFetch: Sendable {
     func progress() -> DownloadProgress {
         state.withLock { s in
             DownloadProgress(
-                bytesDone: resumed + s.written, totalBytes: s.board.total, bytesFetched: s.fetched,
+                bytesDone: resumed - s.lostResumed + s.written, totalBytes: s.board.total, bytesFetched: s.fetched,
                 bytesPerSecond: s.rate.perSecond, activeSegments: s.board.active.count, discardedBytes: s.discarded)
         }
     }
@@ -132,14 +135,18 @@ final class MirrorFetch: Sendable {
         }
     }
 
-    /// Writes the checkpoint: the partial file's data first, then the list of verified pieces.
+    /// Writes the checkpoint: the partial file's data first, then the list of verified pieces and the bytes
+    /// written of the others, each span with its CRC-32C as the partial file holds it.
     func saveRecord() throws(TransferError) {
-        let (verified, crcs) = state.withLock { s in
+        let (verified, crcs, spans) = state.withLock { s in
             s.recordDirty = false
-            return (s.board.verified, s.crcs)
+            return (s.board.verified, s.crcs, s.board.writtenUnverified.prefix(PieceRecord.maxWritten))
         }
         guard fdatasync(fd) == 0 else { throw FileIO.error("write \(directory.display(names.mirrorPartial))") }
-        try record(verified, crcs).write(directory, names.pieceRecord)
+        let written = spans.compactMap { span -> PieceRecord.Written? in
+            PieceCheck.crc32c(fd: fd, range: span).map { PieceRecord.Written(range: span, crc: $0) }
+        }
+        try record(verified, crcs, written).write(directory, names.pieceRecord)
     }
 
     private typealias Turn = WorkerTurn
@@ -514,6 +521,7 @@ final class MirrorFetch: Sendable {
                     position = reserved.upperBound
                     let complete = state.withLock { s -> [Int] in
                         s.written += Int64(reserved.count)
+                        s.recordDirty = true
                         s.sources[source].bytes += Int64(reserved.count)
                         return s.board.wrote(id, reserved)
                     }
@@ -564,15 +572,24 @@ final class MirrorFetch: Sendable {
                 return
             }
             let (senders, names) = state.withLock { s -> (Set<Int>, [String]) in
+                // Bytes a resumed partial held were fetched by an earlier run: they are fetched again, not thrown
+                // away by this one.
+                let carried = s.board.carriedBytes(ofPiece: piece)
                 let senders = s.board.failedPiece(piece)
-                s.written -= Int64(range.count)
-                s.discarded += Int64(range.count)
-                for i in senders { s.sources[i].bytes -= Int64(range.count) / Int64(max(1, senders.count)) }
-                return (senders, senders.sorted().map { s.sources[$0].display })
+                let fresh = Int64(range.count) - carried
+                s.written -= fresh
+                s.discarded += fresh
+                s.lostResumed += carried
+                let sources = senders.filter { $0 >= 0 }
+                for i in sources { s.sources[i].bytes -= fresh / Int64(max(1, sources.count)) }
+                return (
+                    senders,
+                    senders.sorted().map { $0 >= 0 ? s.sources[$0].display : "the partial file of an earlier run" }
+                )
             }
             let why =
                 "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) check"
-            if senders.count == 1, let only = senders.first {
+            if senders.count == 1, let only = senders.first, only >= 0 {
                 drop(only, why)
             } else {
                 download.sink.yield(

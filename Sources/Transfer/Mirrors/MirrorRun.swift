@@ -210,6 +210,7 @@ struct MirrorRun: Sendable {
         defer { close(partial.fd) }
         var verified: [Bool] = []
         var crcs: [UInt32] = []
+        var written: [Range<Int64>] = []
         let validators = Dictionary(
             live.map { ($0.url, Self.validatorText($0.validators)) }, uniquingKeysWith: { (a: String, _: String) in a })
         // The earlier run's record, when it is for this file, these pieces and this check.
@@ -237,7 +238,11 @@ struct MirrorRun: Sendable {
             }
         }
         // The space the rest needs, as a single-source download checks it.
-        let have = record.map { Int64($0.verified.filter { $0 }.count) * pieceLength } ?? 0
+        let have =
+            record.map { r in
+                Int64(r.verified.filter { $0 }.count) * pieceLength
+                    + r.written.reduce(Int64(0)) { $0 + Int64($1.range.count) }
+            } ?? 0
         if let problem = DownloadRun.admissionProblem(request, total: total, have: min(total, have)) {
             if partial.created { try? directory.remove(names.mirrorPartial) }
             throw problem
@@ -251,6 +256,15 @@ struct MirrorRun: Sendable {
                     .warning(
                         "\(claimed - kept) piece(s) of the partial file failed their check; they are fetched again."))
             }
+            // Pieces left part way: the bytes written that still match the CRC-32C the record gives them.
+            written = record.written.filter { PieceCheck.crc32c(fd: partial.fd, range: $0.range) == $0.crc }.map(
+                \.range)
+            if written.count < record.written.count {
+                download.sink.yield(
+                    .warning(
+                        "\(record.written.count - written.count) part(s) of pieces left part way failed their check; they are fetched again."
+                    ))
+            }
         } else if !partial.created {
             guard ftruncate(partial.fd, 0) == 0 else {
                 throw FileIO.error("empty \(directory.display(names.mirrorPartial))")
@@ -259,15 +273,15 @@ struct MirrorRun: Sendable {
         guard ftruncate(partial.fd, off_t(total)) == 0 else {
             throw FileIO.error("size \(directory.display(names.mirrorPartial))")
         }
-        let board = PieceBoard(total: total, pieceLength: pieceLength, verified: verified)
-        let resumed = board.verifiedBytes
+        let board = PieceBoard(total: total, pieceLength: pieceLength, verified: verified, written: written)
+        let resumed = board.verifiedBytes + board.carriedBytes
         let fetch = MirrorFetch(
             run: self, sources: live, parked: parked, notUsed: refused, board: board, fd: partial.fd, check: check,
             crcs: crcs,
-            record: { verified, crcs in
+            record: { verified, crcs, written in
                 PieceRecord(
                     total: total, pieceLength: pieceLength, check: check.name, identity: identity, verified: verified,
-                    crcs: crcs, sources: validators)
+                    crcs: crcs, sources: validators, written: written)
             }, directory: directory, names: names, resumed: resumed)
         download.sink.yield(.started(totalBytes: total, resumedBytes: resumed, segments: fetch.workerCount))
         let end: MirrorFetch.End

@@ -25,28 +25,91 @@ struct PieceBoard: Sendable {
     private var filled: [Int64]
     private(set) var verified: [Bool]
     private(set) var verifiedCount = 0
-    /// The sources that wrote each piece being filled.
+    /// The sources that wrote each piece being filled (`earlierRun` for bytes a resumed partial holds).
     private var contributors: [Int: Set<Int>] = [:]
+    /// Pieces with bytes written and not yet verified.
+    private var started: Set<Int> = []
+    /// Bytes of each piece a resumed partial file held when this run began (not yet verified).
+    private var carried: [Int: Int64] = [:]
+    /// The contributor that stands for the earlier run of a resumed partial: a piece it helped write that fails
+    /// is fetched again and no source is blamed.
+    static let earlierRun = -1
     /// Sources that sent a piece that failed its check: they are not asked for it again.
     private(set) var refused: [Int: Set<Int>] = [:]
     private var nextID = 0
 
     /// A board for `total` bytes in pieces of `pieceLength`; `verified` marks the pieces a partial file
-    /// already holds (checked), the rest is pending.
-    init(total: Int64, pieceLength: Int64, verified given: [Bool] = []) {
+    /// already holds (checked), `written` the bytes of other pieces it holds (an earlier run's pieces left part
+    /// way, checked against their CRC-32C); the rest is pending. A piece that `written` covers whole is fetched
+    /// again: nothing verified it.
+    init(total: Int64, pieceLength: Int64, verified given: [Bool] = [], written: [Range<Int64>] = []) {
         self.total = max(0, total)
         self.pieceLength = max(1, pieceLength)
         let count = self.total == 0 ? 0 : Int((self.total - 1) / self.pieceLength) + 1
         filled = Array(repeating: 0, count: count)
         verified = given.count == count ? given : Array(repeating: false, count: count)
         verifiedCount = verified.lazy.filter { $0 }.count
-        for piece in 0..<count where !verified[piece] { giveBack(range(ofPiece: piece)) }
+        let spans = Self.merged(
+            written.compactMap { span in
+                let low = max(0, span.lowerBound)
+                let high = min(self.total, span.upperBound)
+                return low < high ? low..<high : nil
+            })
+        var next = 0
+        for piece in 0..<count where !verified[piece] {
+            let whole = range(ofPiece: piece)
+            while next < spans.count, spans[next].upperBound <= whole.lowerBound { next += 1 }
+            var holes: [Range<Int64>] = []
+            var at = whole.lowerBound
+            var index = next
+            while index < spans.count, spans[index].lowerBound < whole.upperBound {
+                let low = max(spans[index].lowerBound, whole.lowerBound)
+                if low > at { holes.append(at..<low) }
+                at = max(at, min(spans[index].upperBound, whole.upperBound))
+                index += 1
+            }
+            if at < whole.upperBound { holes.append(at..<whole.upperBound) }
+            let held = Int64(whole.count) - holes.reduce(Int64(0)) { $0 + Int64($1.count) }
+            guard held > 0, held < Int64(whole.count) else {
+                appendPending(whole)
+                continue
+            }
+            for hole in holes { appendPending(hole) }
+            filled[piece] = held
+            carried[piece] = held
+            contributors[piece] = [Self.earlierRun]
+            started.insert(piece)
+        }
     }
 
     var pieceCount: Int { verified.count }
     var isComplete: Bool { verifiedCount == pieceCount }
     var verifiedBytes: Int64 {
         (0..<pieceCount).reduce(Int64(0)) { $0 + (verified[$1] ? Int64(range(ofPiece: $1).count) : 0) }
+    }
+
+    /// Bytes of unverified pieces that a resumed partial file held when this run began.
+    var carriedBytes: Int64 { carried.values.reduce(0, +) }
+
+    /// Bytes of `piece` that the resumed partial file held (0 once the piece is verified or failed).
+    func carriedBytes(ofPiece piece: Int) -> Int64 { carried[piece] ?? 0 }
+
+    /// The bytes written of pieces not yet verified, sorted and disjoint: what a checkpoint keeps of pieces
+    /// left part way. A piece written whole and waiting for its check is left out (it is fetched again).
+    var writtenUnverified: [Range<Int64>] {
+        let unwritten = Self.merged(pending + active.values.map { $0.done..<$0.end })
+        var spans: [Range<Int64>] = []
+        for piece in started.sorted() where !verified[piece] {
+            let whole = range(ofPiece: piece)
+            guard filled[piece] < Int64(whole.count) else { continue }
+            var at = whole.lowerBound
+            for hole in unwritten where hole.upperBound > whole.lowerBound && hole.lowerBound < whole.upperBound {
+                if hole.lowerBound > at { spans.append(at..<hole.lowerBound) }
+                at = max(at, hole.upperBound)
+            }
+            if at < whole.upperBound { spans.append(at..<whole.upperBound) }
+        }
+        return Self.merged(spans)
     }
 
     func range(ofPiece piece: Int) -> Range<Int64> {
@@ -168,6 +231,7 @@ struct PieceBoard: Sendable {
             guard !overlap.isEmpty else { continue }
             filled[p] += Int64(overlap.count)
             contributors[p, default: []].insert(a.source)
+            started.insert(p)
             if filled[p] == Int64(piece.count) { complete.append(p) }
         }
         return complete
@@ -188,6 +252,8 @@ struct PieceBoard: Sendable {
         verified[piece] = true
         verifiedCount += 1
         contributors[piece] = nil
+        started.remove(piece)
+        carried[piece] = nil
     }
 
     /// Piece `piece` did not match: every source that wrote it is refused for it, and all of it is pending
@@ -198,6 +264,8 @@ struct PieceBoard: Sendable {
         let sources = contributors.removeValue(forKey: piece) ?? []
         refused[piece, default: []].formUnion(sources)
         filled[piece] = 0
+        started.remove(piece)
+        carried[piece] = nil
         giveBack(range(ofPiece: piece))
         return sources
     }
@@ -214,6 +282,29 @@ struct PieceBoard: Sendable {
         active[nextID] = Active(
             source: source, done: range.lowerBound, next: range.lowerBound, end: range.upperBound, begun: now)
         return (nextID, range)
+    }
+
+    /// Adds `range`, which begins at or after every pending byte, to the end of `pending`.
+    private mutating func appendPending(_ range: Range<Int64>) {
+        guard !range.isEmpty else { return }
+        if let last = pending.last, last.upperBound >= range.lowerBound {
+            pending[pending.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+        } else {
+            pending.append(range)
+        }
+    }
+
+    /// `ranges` sorted, the empty ones left out and the overlapping or touching ones joined.
+    static func merged(_ ranges: [Range<Int64>]) -> [Range<Int64>] {
+        var out: [Range<Int64>] = []
+        for range in ranges.filter({ !$0.isEmpty }).sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = out.last, last.upperBound >= range.lowerBound {
+                out[out.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                out.append(range)
+            }
+        }
+        return out
     }
 
     private mutating func giveBack(_ range: Range<Int64>) {

@@ -47,6 +47,13 @@ enum PieceCheck: Sendable {
         return digest(fd: fd, range: range) == pieces.hashes[piece]
     }
 
+    /// The CRC-32C of `range` of `fd`; nil when the file is shorter or unreadable.
+    static func crc32c(fd: Int32, range: Range<Int64>) -> UInt32? {
+        var crc = CRC32C()
+        guard read(fd: fd, range: range, into: { crc.update($0) }) else { return nil }
+        return crc.value
+    }
+
     /// Feeds `range` of `fd` to `body` 1 MiB at a time; false when the file is shorter or unreadable.
     static func read(fd: Int32, range: Range<Int64>, into body: (UnsafeRawBufferPointer) -> Void) -> Bool {
         let size = Int(min(1 << 20, max(1, range.count)))

@@ -22,6 +22,17 @@ struct PieceRecord: Sendable, Equatable {
     /// Each source's validator when the record was written (URL → `etag` and `last-modified`, "" for none): a
     /// resumed run without piece hashes starts over when a source says the file changed.
     var sources: [String: String] = [:]
+    /// Bytes written of pieces not yet verified (pieces left part way), each with its CRC-32C: a resumed run keeps
+    /// those that still match and fetches only the rest of their pieces.
+    var written: [Written] = []
+
+    struct Written: Sendable, Equatable {
+        var range: Range<Int64>
+        var crc: UInt32
+    }
+
+    /// The most spans of pieces left part way a record keeps (a few per connection in practice).
+    static let maxWritten = 4096
 
     func encoded() -> [UInt8] {
         var text = "\(Self.magic)\ntotal \(total)\npiece-length \(pieceLength)\ncheck \(check)\nidentity \(identity)\n"
@@ -34,6 +45,9 @@ struct PieceRecord: Sendable, Equatable {
         for (url, validator) in sources.sorted(by: { $0.key < $1.key })
         where !url.utf8.contains(where: { $0 < 0x20 }) && !validator.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 }) {
             text += "source \(url)\t\(validator)\n"
+        }
+        for span in written.prefix(Self.maxWritten) {
+            text += "written \(span.range.lowerBound) \(span.range.upperBound) \(CRC32C.hex(span.crc))\n"
         }
         return Array(text.utf8)
     }
@@ -63,6 +77,14 @@ struct PieceRecord: Sendable, Equatable {
             let rest = line.dropFirst("source ".count)
             guard let tab = rest.firstIndex(of: "\t") else { return nil }
             record.sources[String(rest[..<tab])] = String(rest[rest.index(after: tab)...])
+        }
+        for line in lines.dropFirst(6) where line.hasPrefix("written ") {
+            let fields = line.dropFirst("written ".count).split(separator: " ", omittingEmptySubsequences: false)
+            guard fields.count == 3, let start = Int64(fields[0]), let end = Int64(fields[1]),
+                start >= 0, start < end, end <= total, let crc = CRC32C.parse(String(fields[2])),
+                record.written.count < maxWritten
+            else { return nil }
+            record.written.append(Written(range: start..<end, crc: crc))
         }
         if let crcHex = value(6, "crc32c") {
             guard crcHex.utf8.count == count * 8 else { return nil }
