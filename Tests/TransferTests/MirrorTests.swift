@@ -495,10 +495,37 @@ struct MirrorTests {
         }
     }
 
+    /// One output has one writer, whatever its kind: a download from several sources does not start while a
+    /// single-source one writes the same file, nor the other way round, and the refused one leaves nothing.
+    @Test func oneOutputHasOneWriterWhateverItsKind() async throws {
+        try await Self.withMirrors(locations: Self.slow) { m in
+            let single = { Download(request: DownloadRequest(url: m.url(0), destination: m.destination)) }
+            let several = { Download(request: m.request(m.set())) }
+            for (first, second, left) in [
+                (single(), several(), ".mirror-part"), (several(), single(), ".part"),
+            ] {
+                async let outcome = first.run()
+                for await event in first.events {
+                    if case .progress(let p) = event, p.bytesDone > 0 { break }
+                }
+                do throws(TransferError) {
+                    _ = try await second.run()
+                    Issue.record("a second download of the same output ran")
+                } catch {
+                    #expect(error.code == .outputBusy, "\(error.message)")
+                    #expect(error.message.contains("Another download of"), "\(error.message)")
+                }
+                #expect(!Fixture.exists(m.destination + left), "the refused download left \(left)")
+                await first.cancel()
+                _ = try? await outcome
+            }
+        }
+    }
+
     @Test func aDamagedVerifiedPieceIsFetchedAgainOnResume() async throws {
-        try await Self.withMirrors(locations: [0: "limit_rate 1m;", 1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+        try await Self.withMirrors(locations: Self.slow) { m in
             let request = m.request(m.set())
-            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
             #expect(first == .paused)
             // Damage the first piece of the partial file: the record says it is verified; the check says not.
             let handle = try #require(FileHandle(forUpdatingAtPath: m.destination + ".mirror-part"))
@@ -602,13 +629,13 @@ struct MirrorTests {
     }
 
     @Test func aSingleURLTurnedIntoSeveralResumesWithoutLosingASpan() async throws {
-        try await Self.withMirrors(locations: [1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+        try await Self.withMirrors(locations: [1: "limit_rate 256k;", 2: "limit_rate 256k;"]) { m in
             let links = [m.url(1), m.url(2)].map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
-            let origin = try Nginx(root: m.servers[0].root, location: "limit_rate 1m;" + links + m.digestHeader)
+            let origin = try Nginx(root: m.servers[0].root, location: "limit_rate 256k;" + links + m.digestHeader)
             defer { origin.stop() }
             var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
             request.computeSHA256 = true
-            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 6 << 20)
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
             #expect(first == .paused)
             let before = Self.sent(by: origin) + m.sent(1) + m.sent(2)
             let (second, events) = try await Fixture.runCollecting(Download(request: request))
@@ -660,13 +687,13 @@ struct MirrorTests {
     @Test func aResumedPartialNeverTakesMirrorsNamedWithoutADigest() async throws {
         var stale = Self.content
         for i in stride(from: 0, to: stale.count, by: 4096) { stale[i] ^= 0x33 }
-        try await Self.withMirrors(files: [1: stale], locations: [2: "limit_rate 1m;"]) { m in
+        try await Self.withMirrors(files: [1: stale], locations: [2: "limit_rate 256k;"]) { m in
             let root = m.servers[0].root
             // `/res/` names the good mirror 2 with the file's digest; `/nodig/` names the stale mirror 1 without one.
             let origin = try Nginx(
                 root: root,
                 location: """
-                    location /res/ { alias \(root)/; limit_rate 1m; add_header Link '<\(m.url(2))>; rel=duplicate'; \
+                    location /res/ { alias \(root)/; limit_rate 256k; add_header Link '<\(m.url(2))>; rel=duplicate'; \
                     \(m.digestHeader) }
                     location /nodig/ { alias \(root)/; add_header Link '<\(m.url(1))>; rel=duplicate'; }
                     """)
@@ -709,12 +736,12 @@ struct MirrorTests {
     }
 
     @Test func aResumeAfterTheFileChangedOnTheMirrorsStartsOverWithoutPieceHashes() async throws {
-        try await Self.withMirrors(locations: [0: "limit_rate 1m;", 1: "limit_rate 1m;", 2: "limit_rate 1m;"]) { m in
+        try await Self.withMirrors(locations: Self.slow) { m in
             var set = m.set(pieces: false)
             set.hashes = [:]
             set.size = nil
             let request = m.request(set)
-            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
             #expect(first == .paused)
             // The file changes on every mirror (same length, new bytes, new ETag).
             var changed = Self.content

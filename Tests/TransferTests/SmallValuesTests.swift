@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Transfer
@@ -149,5 +150,28 @@ struct RedirectPolicyTests {
             return
         }
         #expect(error.code == code)
+    }
+}
+
+struct PublishTests {
+    /// A finished partial file whose rename fails (the destination appeared meanwhile) is still a partial file:
+    /// private to its owner again, not left readable by everyone.
+    @Test func aPartialFileThatCannotTakeItsNameStaysPrivate() throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let directory = try OutputDirectory.open(holding: fixture.path("f.iso"), identity: nil)
+        let fd = try #require(try directory.createIfAbsent("f.iso.mirror-part", mode: 0o600))
+        defer { close(fd) }
+        #expect(FileManager.default.createFile(atPath: fixture.path("f.iso"), contents: Data("other".utf8)))
+        #expect(throws: TransferError.self) {
+            try directory.publish(fd, "f.iso.mirror-part", as: "f.iso", mode: 0o644, replace: false)
+        }
+        var st = stat()
+        #expect(fstat(fd, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o600)
+        try directory.publish(fd, "f.iso.mirror-part", as: "f.iso", mode: 0o644, replace: true)
+        #expect(fstat(fd, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o644)
+        #expect(!Fixture.exists(fixture.path("f.iso.mirror-part")))
     }
 }

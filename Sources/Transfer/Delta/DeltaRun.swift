@@ -128,9 +128,8 @@ struct DeltaRun: Sendable {
         // The new version keeps the mode of the one it replaces (an AppImage stays executable); a new file gets
         // the usual permissions. The partial was private to its owner.
         let mode = existingMode(directory, names.final) ?? (0o666 & ~FileIO.processUmask)
-        _ = try? directory.perform { () throws(TransferError) in _ = fchmod(partial.fd, mode) }
         guard fdatasync(partial.fd) == 0 else { throw FileIO.error("write \(directory.display(names.deltaPartial))") }
-        try directory.rename(names.deltaPartial, to: names.final, replace: true)
+        try directory.publish(partial.fd, names.deltaPartial, as: names.final, mode: mode, replace: true)
         try? directory.remove(names.controlCache)
         directory.sync()
         let counts = fetch.counts()
@@ -279,7 +278,7 @@ struct DeltaRun: Sendable {
     // MARK: - Files
 
     func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> LockedPartial {
-        try LockedPartial.open(names.deltaPartial, in: directory, sink: download.sink)
+        try LockedPartial.open(names.deltaPartial, of: names, in: directory, sink: download.sink)
     }
 
     /// The permission bits of the file at `name` (no set-id bits), when there is a regular file there.

@@ -175,6 +175,8 @@ struct OutputNames: Sendable {
     let final: String
     var partial: String { final + ".part" }
     var checkpoint: String { final + ".part.checkpoint" }
+    /// The partial files a run of each kind writes: one output has one writer, whatever its kind.
+    var partials: [String] { [partial, mirrorPartial, deltaPartial] }
 
     init(destination: String) {
         final = FileIO.name(of: destination)

@@ -12,9 +12,10 @@ struct LockedPartial {
     /// The file is new: nothing in it to resume.
     var created: Bool
 
-    static func open(_ name: String, in directory: OutputDirectory, sink: AsyncStream<DownloadEvent>.Continuation)
-        throws(TransferError) -> LockedPartial
-    {
+    static func open(
+        _ name: String, of names: OutputNames, in directory: OutputDirectory,
+        sink: AsyncStream<DownloadEvent>.Continuation
+    ) throws(TransferError) -> LockedPartial {
         var partial: LockedPartial?
         switch directory.openOwn(name, writable: true) {
         case .own(let fd): partial = LockedPartial(fd: fd, created: false)
@@ -39,6 +40,34 @@ struct LockedPartial {
                 "Another download is writing \(directory.display(name)) now; wait for it to finish or choose another path with -o."
             )
         }
+        do throws(TransferError) {
+            try noOtherWriter(of: names, besides: name, in: directory)
+        } catch {
+            if partial.created { try? directory.remove(name) }
+            close(partial.fd)
+            throw error
+        }
         return partial
+    }
+
+    /// Throws `outputBusy` when another run holds the lock of another kind's partial file of the same output
+    /// (a single-source `.part`, a `.mirror-part`, a `.delta-part`): two downloads of one file must not both
+    /// run because one of them has several sources. Called with `own` locked first, so of two runs that start
+    /// together at least one sees the other.
+    static func noOtherWriter(of names: OutputNames, besides own: String, in directory: OutputDirectory)
+        throws(TransferError)
+    {
+        for other in names.partials where other != own {
+            guard case .own(let fd) = directory.openOwn(other, writable: false) else { continue }
+            defer { close(fd) }
+            if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+                _ = mw_unlock(fd)
+                continue
+            }
+            throw TransferError(
+                .outputBusy,
+                "Another download of \(directory.display(names.final)) is running (it writes \(directory.display(other))); wait for it to finish or choose another path with -o."
+            )
+        }
     }
 }

@@ -150,6 +150,18 @@ final class OutputDirectory: Sendable {
         return result ?? .untrusted("\(display(name)) cannot be opened as uid \(identity.ownerUID)")
     }
 
+    /// Gives the finished partial file `fd` its final `mode` and renames `partial` to `final`. When the rename
+    /// fails (the destination appeared meanwhile) the file is still a partial one: private again, as it was made.
+    func publish(_ fd: Int32, _ partial: String, as final: String, mode: mode_t, replace: Bool) throws(TransferError) {
+        _ = try? perform { () throws(TransferError) in _ = fchmod(fd, mode) }
+        do throws(TransferError) {
+            try rename(partial, to: final, replace: replace)
+        } catch {
+            _ = try? perform { () throws(TransferError) in _ = fchmod(fd, 0o600) }
+            throw error
+        }
+    }
+
     /// Removes a name (the link itself if it is a symlink); a missing name is fine.
     func remove(_ name: String) throws(TransferError) {
         try perform { () throws(TransferError) in

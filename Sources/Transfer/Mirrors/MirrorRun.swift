@@ -360,8 +360,7 @@ struct MirrorRun: Sendable {
         }
         guard fdatasync(fd) == 0 else { throw FileIO.error("write \(directory.display(names.mirrorPartial))") }
         let mode = 0o666 & ~FileIO.processUmask
-        _ = try? directory.perform { () throws(TransferError) in _ = fchmod(fd, mode) }
-        try directory.rename(names.mirrorPartial, to: names.final, replace: request.force)
+        try directory.publish(fd, names.mirrorPartial, as: names.final, mode: mode, replace: request.force)
         try? directory.remove(names.pieceRecord)
         directory.sync()
         let counts = fetch.counts()
@@ -601,7 +600,7 @@ struct MirrorRun: Sendable {
     // MARK: - Files
 
     func openPartial(_ directory: OutputDirectory, _ names: OutputNames) throws(TransferError) -> LockedPartial {
-        try LockedPartial.open(names.mirrorPartial, in: directory, sink: download.sink)
+        try LockedPartial.open(names.mirrorPartial, of: names, in: directory, sink: download.sink)
     }
 }
 

@@ -124,6 +124,14 @@ struct DownloadRun: Sendable {
                 "Another download is writing \(directory.display(names.partial)) now; wait for it to finish or choose another path with -o."
             )
         }
+        do throws(TransferError) {
+            try LockedPartial.noOtherWriter(of: names, besides: names.partial, in: directory)
+        } catch {
+            _ = mw_unlock(fd)
+            close(fd)
+            if created { try? directory.remove(names.partial) }
+            throw error
+        }
         // Released when this run ends, however it ends (the descriptor may outlive it in queued blocks).
         defer { _ = mw_unlock(fd) }
         var checkpoint: Checkpoint?
@@ -371,8 +379,8 @@ struct DownloadRun: Sendable {
         }
         // The finished file gets the usual permissions (the partial was private to its owner).
         let mode = 0o666 & ~FileIO.processUmask
-        _ = try? directory.perform { () throws(TransferError) in _ = fchmod(writer.file.fd, mode) }
-        try directory.rename(names.partial, to: names.final, replace: request.replacesDestination)
+        try directory.publish(
+            writer.file.fd, names.partial, as: names.final, mode: mode, replace: request.replacesDestination)
         directory.sync()
         CheckpointFile.remove(in: directory, name: names.checkpoint)
         directory.sync()
