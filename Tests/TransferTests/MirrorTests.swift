@@ -596,6 +596,45 @@ struct MirrorTests {
         events.contains { if case .warning(let w) = $0 { w.contains(text) } else { false } }
     }
 
+    /// `--sha256` that contradicts the digest the sources give: a server's mirrors are not used (the URL's bytes
+    /// alone are checked, once), and a Metalink file's digest fails before any byte of the file.
+    @Test func aDigestThatContradictsTheExpectedSHA256IsSaidBeforeTheFileMovesTwice() async throws {
+        try await Self.withMirrors { m in
+            let links = [m.url(1), m.url(2)].map { "add_header Link '<\($0)>; rel=duplicate';" }.joined()
+            let origin = try Nginx(root: m.servers[0].root, location: links + m.digestHeader)
+            defer { origin.stop() }
+            let wrong = String(repeating: "ab", count: 32)
+            var request = DownloadRequest(url: origin.url("/f.bin"), destination: m.destination)
+            request.expectedSHA256 = wrong
+            let download = Download(request: request)
+            async let collected = Fixture.collect(download.events)
+            do throws(TransferError) {
+                _ = try await download.run()
+                Issue.record("a download against a wrong --sha256 completed")
+            } catch {
+                #expect(error.code == .checksumMismatch)
+            }
+            let events = await collected
+            #expect(Self.warned(events, "not using the 2 other source(s) it names"), "\(events)")
+            #expect(m.sent(1) == 0 && m.sent(2) == 0, "the mirrors were asked")
+            #expect(Self.sent(by: origin) <= Int64(Self.size) + (64 << 10), "\(Self.sent(by: origin))")
+            // A Metalink file's digest against --sha256: refused before the file is fetched.
+            var several = m.request(m.set())
+            several.expectedSHA256 = wrong
+            several.destination = m.fixture.path("several.bin")
+            let before = (0...2).map { m.sent($0) }
+            do throws(TransferError) {
+                _ = try await Download(request: several).run()
+                Issue.record("a download whose Metalink digest contradicts --sha256 ran")
+            } catch {
+                #expect(error.code == .checksumMismatch)
+                #expect(error.message.contains("nothing was downloaded"), "\(error.message)")
+            }
+            #expect(zip((0...2).map { m.sent($0) }, before).allSatisfy { $0 - $1 < 4096 }, "the file was fetched")
+            #expect(!Fixture.exists(m.fixture.path("several.bin.mirror-part")))
+        }
+    }
+
     @Test func aSingleURLWhoseServerNamesDuplicatesIsFetchedFromThemAll() async throws {
         try await Self.withMirrors(locations: [1: "limit_rate 3m;", 2: "limit_rate 3m;"]) { m in
             // Given one URL, no --mirror: its server names mirrors 1 and 2 (RFC 6249), and one more that is itself.

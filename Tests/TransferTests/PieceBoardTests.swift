@@ -109,8 +109,30 @@ import Testing
         let stolen = board.steal(source: 1, rates: rates, now: start + .seconds(3))
         #expect(stolen?.range == 0..<(2 << 20))
         #expect(!board.isOpen(held.id))
-        // A source with no rate yet steals nothing.
-        #expect(board.steal(source: 2, rates: rates, now: start + .seconds(9)) == nil)
+        // A source with no rate yet takes only the last piece, to be measured (below).
+        #expect(board.steal(source: 2, rates: rates, now: start + .seconds(9))?.range == (1 << 20)..<(2 << 20))
+        // And none from a span with less than two pieces left.
+        #expect(board.steal(source: 3, rates: rates, now: start + .seconds(9)) == nil)
+    }
+
+    /// A source that joins when every byte is taken has no rate to steal with: it takes the last piece of the
+    /// span with the most left, once, and is measured on it.
+    @Test func aSourceWithoutARateTakesTheLastPieceOfTheLongestSpan() {
+        let start = ContinuousClock.now
+        var board = PieceBoard(total: 10 << 20, pieceLength: 1 << 20)
+        let long = board.take(source: 0, maxBytes: 6 << 20, now: start)!
+        let short = board.take(source: 1, maxBytes: 4 << 20, now: start)!
+        #expect(long.range == 0..<(6 << 20) && short.range == (6 << 20)..<(10 << 20))
+        _ = board.wrote(long.id, board.reserve(long.id, count: 100))
+        let rates: [Int: Double] = [0: 4_000_000, 1: 4_000_000]
+        let trial = board.steal(source: 2, rates: rates, now: start)
+        #expect(trial?.range == (5 << 20)..<(6 << 20))
+        // The holder keeps the rest and reserves no byte of the piece taken.
+        #expect(board.reserve(long.id, count: 6 << 20) == 100..<(5 << 20))
+        // One trial at a time: with a request of its own the source takes nothing more.
+        #expect(board.steal(source: 2, rates: rates, now: start) == nil)
+        board.finish(trial!.id)
+        #expect(board.pending == [(5 << 20)..<(6 << 20)])
     }
 
     @Test func aResumedBoardHasOnlyTheUnverifiedPiecesPending() {

@@ -42,3 +42,13 @@ struct Announced: Sendable, Equatable {
         }
     }
 }
+
+extension Announced {
+    /// The announced sha-256 in hex when it is not `expectedSHA256` (`--sha256`); nil when it agrees, or either
+    /// is missing.
+    func contradicts(expectedSHA256: String?) -> String? {
+        guard let expected = expectedSHA256?.lowercased(), let said = digests[.sha256] else { return nil }
+        let hex = PieceRecord.hex(said)
+        return hex == expected ? nil : hex
+    }
+}

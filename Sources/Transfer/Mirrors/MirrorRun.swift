@@ -164,6 +164,16 @@ struct MirrorRun: Sendable {
         where set.hashes[kind] == nil {
             set.hashes[kind] = digest
         }
+        // A file the sources describe otherwise than `--sha256` can only fail one of the two checks: said now,
+        // before any byte.
+        if let expected = request.expectedSHA256?.lowercased(), let said = set.hashes[.sha256],
+            PieceRecord.hex(said) != expected
+        {
+            throw TransferError(
+                .checksumMismatch,
+                "The sources give the file's sha-256 as \(PieceRecord.hex(said)), not the expected \(expected); nothing was downloaded. Check the checksum, the Metalink file or the URLs."
+            )
+        }
         for i in sources.indices { sources[i].standby = standby[sources[i].source.url] }
         let live = Array(sources.filter { $0.problem == nil }.prefix(MirrorSet.maxSources))
         for waiting in live where waiting.standby != nil && live.contains(where: { $0.standby == nil }) {

@@ -170,7 +170,7 @@ struct PieceBoard: Sendable {
         source: Int, rates: [Int: Double], now: ContinuousClock.Instant = .now,
         patience: Duration = .seconds(1), minimum: Int64 = 64 << 10
     ) -> (id: Int, range: Range<Int64>)? {
-        guard let mine = rates[source], mine > 0 else { return nil }
+        guard let mine = rates[source], mine > 0 else { return trial(source: source, now: now) }
         var best: (id: Int, left: Double)?
         for (id, a) in active where a.source != source && a.end - a.next >= minimum {
             guard mayServe(source, piece: piece(at: a.next)) else { continue }
@@ -206,6 +206,24 @@ struct PieceBoard: Sendable {
         active[best.id] = victim
         if end < victimEnd { giveBack(end..<victimEnd) }
         return open(source: source, cut..<end, now: now)
+    }
+
+    /// A source with no rate yet (one that joins when every byte is taken) takes the last piece of the span with
+    /// the most left, so that it is measured; it steals like the others once its rate is known. Only while it has
+    /// no request of its own, and only from a span that keeps at least a piece besides.
+    private mutating func trial(source: Int, now: ContinuousClock.Instant) -> (id: Int, range: Range<Int64>)? {
+        guard !active.values.contains(where: { $0.source == source }) else { return nil }
+        var best: (id: Int, tail: Int64, left: Int64)?
+        for (id, a) in active where a.source != source && a.end > a.next {
+            let tail = range(ofPiece: piece(at: a.end - 1)).lowerBound
+            guard tail - a.next >= pieceLength, mayServe(source, piece: piece(at: tail)) else { continue }
+            if a.end - a.next > best?.left ?? 0 { best = (id, tail, a.end - a.next) }
+        }
+        guard let best, var victim = active[best.id] else { return nil }
+        let end = victim.end
+        victim.end = best.tail
+        active[best.id] = victim
+        return open(source: source, best.tail..<end, now: now)
     }
 
     /// Reserves the next `count` bytes of request `id`: the range to write, empty when the request was cut

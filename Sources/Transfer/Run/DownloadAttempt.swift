@@ -458,10 +458,20 @@ extension DownloadRun {
                 // redirector): the download becomes one from all of them (docs/mirrors.md); nothing is written.
                 // RFC 6249: mirrors count only with the file's digest (`Digest`, `Repr-Digest`), which then checks
                 // them all; without one, a stale mirror of the same length would go unnoticed.
-                let mirrors =
+                // A sha-256 that contradicts `--sha256` names another file than the one asked for: its mirrors are
+                // not used, and the URL's bytes alone are checked against `--sha256` at the end.
+                let contradicts = announced.contradicts(expectedSHA256: request.expectedSHA256)
+                var mirrors =
                     listens && offset == 0 && !announced.digests.isEmpty
                     ? announced.mirrors(beside: request.url, answered: url) : []
-                if !mirrors.isEmpty || (listens && offset == 0 && board.sourcesLeftPartWay) {
+                if !mirrors.isEmpty, let said = contradicts {
+                    download.sink.yield(
+                        .warning(
+                            "\(RedactedURL.redact(request.url)) gives the file's sha-256 as \(said), not the expected \(request.expectedSHA256?.lowercased() ?? ""): not using the \(mirrors.count) other source(s) it names."
+                        ))
+                    mirrors = []
+                }
+                if !mirrors.isEmpty || (listens && offset == 0 && board.sourcesLeftPartWay && contradicts == nil) {
                     return .end(
                         .failed(
                             TransferError(
