@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 #include <arpa/inet.h>
 #include <netlink/msg.h>
 #include <netlink/utils.h>
@@ -246,6 +247,54 @@ static inline int mw_genl_dump_request(struct nl_sock *sock, int family, uint8_t
 /// Makes `callback` see every valid message `sock` receives, with `arg`. 0 or a negative libnl error.
 static inline int mw_on_valid_message(struct nl_sock *sock, nl_recvmsg_msg_cb_t callback, void *arg) {
     return nl_socket_modify_cb(sock, NL_CB_VALID, NL_CB_CUSTOM, callback, arg);
+}
+
+/// The interface index the kernel would send packets to `text` (an IPv4 or IPv6 address) out of, as
+/// `ip route get` answers: its routing decision, routes other than the default ones and policy rules
+/// included; with `from` (a local address, or NULL), for packets from that source address, as rules by
+/// source route them. `sock` is a connected NETLINK_ROUTE socket with auto-ack off, in the namespace asked
+/// about. >0: the index; 0: no route (unreachable, prohibited, a source that is not local) or no output
+/// interface; <0: a libnl error.
+static inline int mw_route_get_oif(struct nl_sock *sock, const char *text, const char *from) {
+    struct nl_addr *dst = NULL;
+    struct nl_addr *src = NULL;
+    int err = nl_addr_parse(text, AF_UNSPEC, &dst);
+    if (err < 0) return err;
+    int family = nl_addr_get_family(dst);
+    if (family != AF_INET && family != AF_INET6) { nl_addr_put(dst); return -NLE_AF_NOSUPPORT; }
+    if (from && nl_addr_parse(from, family, &src) < 0) src = NULL;
+    struct nl_msg *msg = nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_REQUEST);
+    if (!msg) { nl_addr_put(dst); if (src) nl_addr_put(src); return -NLE_NOMEM; }
+    struct rtmsg rtm;
+    memset(&rtm, 0, sizeof rtm);
+    rtm.rtm_family = (unsigned char)family;
+    rtm.rtm_dst_len = (unsigned char)(family == AF_INET ? 32 : 128);
+    if (src) rtm.rtm_src_len = rtm.rtm_dst_len;
+    err = nlmsg_append(msg, &rtm, sizeof rtm, NLMSG_ALIGNTO);
+    if (err >= 0) err = nla_put_addr(msg, RTA_DST, dst);
+    if (err >= 0 && src) err = nla_put_addr(msg, RTA_SRC, src);
+    nl_addr_put(dst);
+    if (src) nl_addr_put(src);
+    if (err >= 0) err = nl_send_auto(sock, msg);
+    nlmsg_free(msg);
+    if (err < 0) return err;
+    struct sockaddr_nl peer;
+    unsigned char *buffer = NULL;
+    int n = nl_recv(sock, &peer, &buffer, NULL);
+    if (n <= 0) { free(buffer); return n < 0 ? n : -NLE_FAILURE; }
+    int result = 0;
+    struct nlmsghdr *hdr = (struct nlmsghdr *)buffer;
+    for (; nlmsg_ok(hdr, n); hdr = nlmsg_next(hdr, &n)) {
+        if (hdr->nlmsg_type == NLMSG_ERROR) break;
+        if (hdr->nlmsg_type != RTM_NEWROUTE) continue;
+        struct nlattr *tb[RTA_MAX + 1];
+        if (nlmsg_parse(hdr, sizeof(struct rtmsg), tb, RTA_MAX, NULL) == 0 && tb[RTA_OIF]) {
+            result = (int)nla_get_u32(tb[RTA_OIF]);
+        }
+        break;
+    }
+    free(buffer);
+    return result;
 }
 
 #endif

@@ -142,12 +142,15 @@ extension Engine {
         guard let runtime = jobs[id], let decision = runtime.decision else { return .use }
         // A simulation does not bind: the link the transfer runs over stands for the bound one.
         let bound = runtime.boundLink ?? (configuration.canBind ? nil : runtime.link)
+        // The kernel is asked for packets from the address the transfer is bound to (rules by source route them).
+        let localAddress = runtime.download?.localAddress
         // Uplinks as the decision allows them; a link without a default route (a LAN) as the rule's `via` says.
         let uplinks = Set(snapshot.uplinks.map(\.name))
         let lans = snapshot.links.filter { !uplinks.contains($0.name) && policy.admits($0, under: decision) }
         return SourceJudge(
             snapshot: snapshot, allowed: Set(decision.allowedLinks + lans.map(\.name)), rule: decision.rule,
-            prefer: decision.prefer, boundLink: bound
+            prefer: decision.prefer, boundLink: bound,
+            kernelRoute: { [monitor] in monitor.outgoingLinkIndex(to: $0, from: localAddress) }
         ).use(host: host, addresses: addresses)
     }
 

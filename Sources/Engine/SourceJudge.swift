@@ -4,7 +4,9 @@ import Transfer
 
 /// Which of a job's sources (docs/mirrors.md) it may use now, and which it prefers: the engine's answer to
 /// `DownloadRequest.judgeSource`. An address is reached over the link whose subnet holds it (no router in
-/// between), else over the default route: the bound link's when it has one, else the primary's. A source
+/// between), else over the link the kernel routes it to from the transfer's bound address (`kernelRoute`: the
+/// kernel's own decision, with static routes, a VPN's and rules by source), else (a simulation) over the
+/// default route: the bound link's when it has one, else the primary's. A source
 /// with an address reached over a link the job may not use is refused; under a rule's `prefer:`, the sources
 /// it does not name stand by. Pure.
 struct SourceJudge: Sendable {
@@ -16,6 +18,9 @@ struct SourceJudge: Sendable {
     var prefer: SourcePreference?
     /// The link the transfer is bound to (its source address), when it is.
     var boundLink: String?
+    /// The kernel's route lookup (`LinkMonitor.outgoingLinkIndex`): the index of the link packets to an address
+    /// leave by; nil when it cannot say (a simulation).
+    var kernelRoute: (@Sendable (String) -> Int?)?
 
     /// Where packets to an address go: the link (nil: this machine's loopback, or no link reaches it), and
     /// whether it is on a local subnet.
@@ -38,6 +43,9 @@ struct SourceJudge: Sendable {
                 guard let subnet = Subnet(cidr), subnet.contains(address) else { continue }
                 return Route(link: link.kind == .loopback ? nil : link.name, local: true)
             }
+        }
+        if let index = kernelRoute?(address), let link = snapshot.links.first(where: { $0.index == index }) {
+            return Route(link: link.kind == .loopback ? nil : link.name, local: false)
         }
         let bound = boundLink.flatMap { name in snapshot.defaultRoutes.contains { $0.link == name } ? name : nil }
         return Route(link: bound ?? snapshot.primary?.name, local: false)

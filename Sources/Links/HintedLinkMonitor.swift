@@ -20,6 +20,10 @@ public struct HintedLinkMonitor: LinkMonitor {
         self.sources = sources
     }
 
+    public func outgoingLinkIndex(to address: String, from source: String?) -> Int? {
+        base.outgoingLinkIndex(to: address, from: source)
+    }
+
     public func snapshots() -> AsyncThrowingStream<LinkSnapshot, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LinkSnapshot.self)
         let (base, sources) = (self.base, self.sources)

@@ -34,6 +34,8 @@ public struct NetlinkLinkMonitor: LinkMonitor {
     public var recovery: NetlinkRecovery.Limits
     /// Failures a test injects; none by default.
     public var faults: NetlinkFaults
+    /// The kernel's route lookups, in the namespace the monitor watches, while `snapshots()` is followed.
+    let routes = RouteLookup()
 
     public init(
         namespacePath: String? = nil, coalesceWindow: Duration = .milliseconds(1),
@@ -49,13 +51,18 @@ public struct NetlinkLinkMonitor: LinkMonitor {
 
     public func snapshots() -> AsyncThrowingStream<LinkSnapshot, any Error> {
         let (namespacePath, coalesceMillis) = (self.namespacePath, Int32(max(0, coalesceWindow.milliseconds)))
-        let (recovery, faults, logger) = (self.recovery, self.faults, self.logger)
+        let (recovery, faults, logger, routes) = (self.recovery, self.faults, self.logger, self.routes)
         return PollThread.throwingStream(named: "mw-netlink", bufferingPolicy: .bufferingNewest(64)) { waiter in
             try ReceiveLoop(
                 namespacePath: namespacePath, coalesceMillis: coalesceMillis, recovery: recovery,
-                faults: faults, waiter: waiter, logger: logger
+                faults: faults, waiter: waiter, logger: logger, routes: routes
             ).run()
         }
+    }
+
+    /// The kernel's answer (`ip route get`): routes other than the default ones and policy rules included.
+    public func outgoingLinkIndex(to address: String, from source: String?) -> Int? {
+        routes.outgoingIndex(to: address, from: source)
     }
 }
 
@@ -74,14 +81,16 @@ final class ReceiveLoop {
     let logger: Logger
     let limits: NetlinkRecovery.Limits
     let faults: NetlinkFaults
+    let routes: RouteLookup
     /// The last snapshot delivered and its number; kept across reconnects.
     var sequence: UInt64 = 0
     var last: LinkSnapshot?
 
     init(
         namespacePath: String?, coalesceMillis: Int32, recovery: NetlinkRecovery.Limits, faults: NetlinkFaults,
-        waiter: PollWaiter<LinkSnapshot>, logger: Logger
+        waiter: PollWaiter<LinkSnapshot>, logger: Logger, routes: RouteLookup
     ) {
+        self.routes = routes
         self.namespacePath = namespacePath
         self.limits = recovery
         self.faults = faults
@@ -130,6 +139,8 @@ final class ReceiveLoop {
     private func loop(started: inout Bool, opened: () -> Void) throws(NetlinkError) {
         if let namespacePath { try enterNamespace(namespacePath) }
         try check(.open)
+        routes.open()
+        defer { routes.close() }
         guard let events = nl_socket_alloc(), let requests = nl_socket_alloc(), let routeRequests = nl_socket_alloc()
         else {
             throw NetlinkError(.socket, "cannot allocate a netlink socket (out of memory?)")

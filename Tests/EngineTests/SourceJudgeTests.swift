@@ -49,6 +49,30 @@ import Transfer
         #expect(judge(allowed: ["eth0"], bound: "eth0").route("203.0.113.5") == .init(link: "wlan0", local: false))
     }
 
+    /// Off its links' subnets, a source is reached over the link the kernel routes it to (a static route, a VPN's,
+    /// rules by source), which may not be the primary's: a mirror behind a route over wwan0 is refused to a job
+    /// that may use wlan0 only.
+    @Test func theKernelsRouteDecidesOffTheSubnets() throws {
+        let wwan0 = try #require(Self.snapshot.link(named: "wwan0")).index
+        var j = judge(allowed: ["wlan0"])
+        j.kernelRoute = { $0.hasPrefix("10.99.") ? wwan0 : nil }
+        #expect(j.route("10.99.4.4") == .init(link: "wwan0", local: false))
+        #expect(j.route("203.0.113.5") == .init(link: "wlan0", local: false))
+        #expect(j.route("10.77.3.40") == .init(link: "eth0", local: true))
+        guard case .refuse(let why) = j.use(host: "vpn-mirror", addresses: ["10.99.4.4"]) else {
+            Issue.record("a source routed over wwan0 was not refused")
+            return
+        }
+        #expect(why.contains("reached over wwan0"))
+        // The kernel's answer wins over the bound link's default route (rules by source decide where it goes).
+        var bound = judge(allowed: ["wwan0"], bound: "wwan0")
+        bound.kernelRoute = { _ in try? #require(Self.snapshot.link(named: "wlan0")).index }
+        #expect(bound.route("203.0.113.5") == .init(link: "wlan0", local: false))
+        // An index the snapshot does not know yet: the default route, as without the kernel's answer.
+        j.kernelRoute = { _ in 9999 }
+        #expect(j.route("10.99.4.4") == .init(link: "wlan0", local: false))
+    }
+
     @Test func aSourceOverALinkTheJobMayNotUseIsRefused() {
         let j = judge(allowed: ["wlan0"])
         #expect(j.use(host: "mirror.example", addresses: ["203.0.113.5"]) == .use)

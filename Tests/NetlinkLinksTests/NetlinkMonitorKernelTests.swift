@@ -43,6 +43,38 @@ import Testing
         }
     }
 
+    /// The kernel's route to an address (`ip route get`): routes other than the default ones and rules by source,
+    /// in the monitor's namespace. Only lookups: no packet is sent.
+    @Test func theKernelSaysWhichLinkAnAddressIsReachedOver() async throws {
+        let uplinks = try VethUplinks.create()
+        defer { uplinks.delete() }
+        let monitor = NetlinkLinkMonitor(namespacePath: uplinks.device.path)
+        let stream = monitor.snapshots()
+        let latest = Mutex<LinkSnapshot?>(nil)
+        let consumer = Task { for try await snapshot in stream { latest.withLock { $0 = snapshot } } }
+        defer { consumer.cancel() }
+        #expect(await eventually { latest.withLock { $0 } != nil }, "no initial snapshot")
+        let snapshot = try #require(latest.withLock { $0 })
+        let wlan0 = try #require(snapshot.link(named: "wlan0")).index
+        let wwan0 = try #require(snapshot.link(named: "wwan0")).index
+        try uplinks.device.ip("route", "add", "10.99.0.0/16", "via", "10.77.2.1", "dev", "wwan0")
+        try uplinks.device.ip("route", "add", "unreachable", "10.98.0.0/16")
+        try uplinks.device.ip("-6", "addr", "add", "fd99::2/64", "dev", "wwan0", "nodad")
+        try uplinks.device.ip("-6", "route", "add", "fd98::/48", "via", "fd99::1", "dev", "wwan0")
+        #expect(monitor.outgoingLinkIndex(to: "10.99.1.1", from: nil) == wwan0)
+        #expect(monitor.outgoingLinkIndex(to: "198.51.100.7", from: nil) == wlan0)
+        // From wwan0's address, the lab's rule by source routes it over wwan0.
+        #expect(monitor.outgoingLinkIndex(to: "198.51.100.7", from: "10.77.2.2") == wwan0)
+        #expect(monitor.outgoingLinkIndex(to: "fd98::5", from: nil) == wwan0)
+        #expect(monitor.outgoingLinkIndex(to: "10.98.0.1", from: nil) == nil)
+        #expect(monitor.outgoingLinkIndex(to: "not an address", from: nil) == nil)
+        // A source address that is not this machine's: no answer, not an error.
+        #expect(monitor.outgoingLinkIndex(to: "198.51.100.7", from: "192.0.2.1") == nil)
+        consumer.cancel()
+        // Once the monitor stops, nothing answers.
+        #expect(await eventually { monitor.outgoingLinkIndex(to: "10.99.1.1", from: nil) == nil })
+    }
+
     @Test func linkDownMovesPrimaryAndBack() async throws {
         try await withMonitor("linkDownMovesPrimaryAndBack") { uplinks, recorder in
             try uplinks.device.ip("link", "set", "wlan0", "down")

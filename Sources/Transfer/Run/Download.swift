@@ -357,7 +357,8 @@ public final class Download: Sendable {
         return stream
     }
 
-    var localAddress: String? { control.withLock { $0.localAddress } }
+    /// The source address the next connections are bound to (`setLocalAddress`); nil: any.
+    public var localAddress: String? { control.withLock { $0.localAddress } }
 
     /// The counts of the last run that ended paused (what its `.paused` event said): for a caller that
     /// learns of the end from `run()` and wants them with it.
