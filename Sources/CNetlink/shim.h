@@ -253,9 +253,11 @@ static inline int mw_on_valid_message(struct nl_sock *sock, nl_recvmsg_msg_cb_t 
 /// `ip route get` answers: its routing decision, routes other than the default ones and policy rules
 /// included; with `from` (a local address, or NULL), for packets from that source address, as rules by
 /// source route them. `sock` is a connected NETLINK_ROUTE socket with auto-ack off, in the namespace asked
-/// about. >0: the index; 0: no route (unreachable, prohibited, a source that is not local) or no output
-/// interface; <0: a libnl error.
-static inline int mw_route_get_oif(struct nl_sock *sock, const char *text, const char *from) {
+/// about. >0: the index; 0: no route (unreachable, prohibited, a source that is not local) or no single
+/// output interface (a multipath route); <0: a libnl error. `*prefix` is the prefix length of the route that
+/// matched (0: a default route), read with RTM_F_FIB_MATCH.
+static inline int mw_route_get_oif(struct nl_sock *sock, const char *text, const char *from, int *prefix) {
+    *prefix = -1;
     struct nl_addr *dst = NULL;
     struct nl_addr *src = NULL;
     int err = nl_addr_parse(text, AF_UNSPEC, &dst);
@@ -269,6 +271,7 @@ static inline int mw_route_get_oif(struct nl_sock *sock, const char *text, const
     memset(&rtm, 0, sizeof rtm);
     rtm.rtm_family = (unsigned char)family;
     rtm.rtm_dst_len = (unsigned char)(family == AF_INET ? 32 : 128);
+    rtm.rtm_flags = RTM_F_FIB_MATCH;
     if (src) rtm.rtm_src_len = rtm.rtm_dst_len;
     err = nlmsg_append(msg, &rtm, sizeof rtm, NLMSG_ALIGNTO);
     if (err >= 0) err = nla_put_addr(msg, RTA_DST, dst);
@@ -290,6 +293,7 @@ static inline int mw_route_get_oif(struct nl_sock *sock, const char *text, const
         struct nlattr *tb[RTA_MAX + 1];
         if (nlmsg_parse(hdr, sizeof(struct rtmsg), tb, RTA_MAX, NULL) == 0 && tb[RTA_OIF]) {
             result = (int)nla_get_u32(tb[RTA_OIF]);
+            *prefix = ((struct rtmsg *)nlmsg_data(hdr))->rtm_dst_len;
         }
         break;
     }

@@ -150,7 +150,7 @@ extension Engine {
         return SourceJudge(
             snapshot: snapshot, allowed: Set(decision.allowedLinks + lans.map(\.name)), rule: decision.rule,
             prefer: decision.prefer, boundLink: bound,
-            kernelRoute: { [monitor] in monitor.outgoingLinkIndex(to: $0, from: localAddress) }
+            kernelRoute: { [monitor] in monitor.outgoingRoute(to: $0, from: localAddress) }
         ).use(host: host, addresses: addresses)
     }
 

@@ -4,9 +4,10 @@ import Transfer
 
 /// Which of a job's sources (docs/mirrors.md) it may use now, and which it prefers: the engine's answer to
 /// `DownloadRequest.judgeSource`. An address is reached over the link whose subnet holds it (no router in
-/// between), else over the link the kernel routes it to from the transfer's bound address (`kernelRoute`: the
-/// kernel's own decision, with static routes, a VPN's and rules by source), else (a simulation) over the
-/// default route: the bound link's when it has one, else the primary's. A source
+/// between), else over the link the kernel routes it to (`kernelRoute`: a static route, a VPN's, rules by
+/// source) unless that is a default route and the transfer is bound to a link with a default route of its
+/// own (the planner bound it to leave there), else over the default route: the bound link's when it has one,
+/// else the primary's. A source
 /// with an address reached over a link the job may not use is refused; under a rule's `prefer:`, the sources
 /// it does not name stand by. Pure.
 struct SourceJudge: Sendable {
@@ -18,9 +19,9 @@ struct SourceJudge: Sendable {
     var prefer: SourcePreference?
     /// The link the transfer is bound to (its source address), when it is.
     var boundLink: String?
-    /// The kernel's route lookup (`LinkMonitor.outgoingLinkIndex`): the index of the link packets to an address
-    /// leave by; nil when it cannot say (a simulation).
-    var kernelRoute: (@Sendable (String) -> Int?)?
+    /// The kernel's route lookup (`LinkMonitor.outgoingRoute`): the link packets to an address leave by, and
+    /// whether a default route took them; nil when it cannot say (a simulation).
+    var kernelRoute: (@Sendable (String) -> KernelRoute?)?
 
     /// Where packets to an address go: the link (nil: this machine's loopback, or no link reaches it), and
     /// whether it is on a local subnet.
@@ -44,10 +45,12 @@ struct SourceJudge: Sendable {
                 return Route(link: link.kind == .loopback ? nil : link.name, local: true)
             }
         }
-        if let index = kernelRoute?(address), let link = snapshot.links.first(where: { $0.index == index }) {
+        let bound = boundLink.flatMap { name in snapshot.defaultRoutes.contains { $0.link == name } ? name : nil }
+        if let answer = kernelRoute?(address), let link = snapshot.links.first(where: { $0.index == answer.linkIndex }),
+            !answer.isDefault || bound == nil
+        {
             return Route(link: link.kind == .loopback ? nil : link.name, local: false)
         }
-        let bound = boundLink.flatMap { name in snapshot.defaultRoutes.contains { $0.link == name } ? name : nil }
         return Route(link: bound ?? snapshot.primary?.name, local: false)
     }
 

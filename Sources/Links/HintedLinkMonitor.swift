@@ -20,8 +20,8 @@ public struct HintedLinkMonitor: LinkMonitor {
         self.sources = sources
     }
 
-    public func outgoingLinkIndex(to address: String, from source: String?) -> Int? {
-        base.outgoingLinkIndex(to: address, from: source)
+    public func outgoingRoute(to address: String, from source: String?) -> KernelRoute? {
+        base.outgoingRoute(to: address, from: source)
     }
 
     public func snapshots() -> AsyncThrowingStream<LinkSnapshot, any Error> {

@@ -6,12 +6,12 @@
 public protocol LinkMonitor: Sendable {
     func snapshots() -> AsyncThrowingStream<LinkSnapshot, any Error>
 
-    /// The index of the link the kernel sends packets to `address` (IPv4 or IPv6 text) out of, from the local
-    /// address `source` when given: its own routing decision, with routes other than the default ones and
-    /// policy rules. Nil when this monitor cannot say (a scenario has default routes only) or there is no route.
-    func outgoingLinkIndex(to address: String, from source: String?) -> Int?
+    /// The link the kernel sends packets to `address` (IPv4 or IPv6 text) out of, from the local address
+    /// `source` when given: its own routing decision, with routes other than the default ones and policy rules.
+    /// Nil when this monitor cannot say (a scenario has default routes only) or there is no route.
+    func outgoingRoute(to address: String, from source: String?) -> KernelRoute?
 }
 
 extension LinkMonitor {
-    public func outgoingLinkIndex(to address: String, from source: String?) -> Int? { nil }
+    public func outgoingRoute(to address: String, from source: String?) -> KernelRoute? { nil }
 }

@@ -61,8 +61,8 @@ public struct NetlinkLinkMonitor: LinkMonitor {
     }
 
     /// The kernel's answer (`ip route get`): routes other than the default ones and policy rules included.
-    public func outgoingLinkIndex(to address: String, from source: String?) -> Int? {
-        routes.outgoingIndex(to: address, from: source)
+    public func outgoingRoute(to address: String, from source: String?) -> KernelRoute? {
+        routes.outgoingRoute(to: address, from: source)
     }
 }
 

@@ -1,4 +1,5 @@
 import CNetlink
+import Links
 import Synchronization
 
 /// Asks the kernel which link it would send packets to an address out of (`ip route get`): its routing
@@ -35,14 +36,15 @@ final class RouteLookup: Sendable {
         }
     }
 
-    /// The interface index packets to `address` (IPv4 or IPv6 text, no zone) leave by, from the local address
-    /// `source` when given; nil when the kernel has no route for it, the text is no address, or the monitor is
-    /// not running.
-    func outgoingIndex(to address: String, from source: String?) -> Int? {
-        socket.withLock { s -> Int? in
+    /// The link packets to `address` (IPv4 or IPv6 text, no zone) leave by, from the local address `source` when
+    /// given; nil when the kernel has no route for it (or no single link), the text is no address, or the
+    /// monitor is not running.
+    func outgoingRoute(to address: String, from source: String?) -> KernelRoute? {
+        socket.withLock { s -> KernelRoute? in
             guard let raw = s?.raw else { return nil }
-            let index = mw_route_get_oif(raw, address, source)
-            return index > 0 ? Int(index) : nil
+            var prefix: Int32 = -1
+            let index = mw_route_get_oif(raw, address, source, &prefix)
+            return index > 0 ? KernelRoute(linkIndex: Int(index), isDefault: prefix == 0) : nil
         }
     }
 }

@@ -54,8 +54,12 @@ import Transfer
     /// that may use wlan0 only.
     @Test func theKernelsRouteDecidesOffTheSubnets() throws {
         let wwan0 = try #require(Self.snapshot.link(named: "wwan0")).index
+        let wlan0 = try #require(Self.snapshot.link(named: "wlan0")).index
         var j = judge(allowed: ["wlan0"])
-        j.kernelRoute = { $0.hasPrefix("10.99.") ? wwan0 : nil }
+        j.kernelRoute = {
+            $0.hasPrefix("10.99.")
+                ? KernelRoute(linkIndex: wwan0, isDefault: false) : KernelRoute(linkIndex: wlan0, isDefault: true)
+        }
         #expect(j.route("10.99.4.4") == .init(link: "wwan0", local: false))
         #expect(j.route("203.0.113.5") == .init(link: "wlan0", local: false))
         #expect(j.route("10.77.3.40") == .init(link: "eth0", local: true))
@@ -64,12 +68,15 @@ import Transfer
             return
         }
         #expect(why.contains("reached over wwan0"))
-        // The kernel's answer wins over the bound link's default route (rules by source decide where it goes).
+        // Bound to a link with a default route of its own (the planner binds the transfer to leave there): a
+        // default route's answer does not move it; a route to the address's own network does.
         var bound = judge(allowed: ["wwan0"], bound: "wwan0")
-        bound.kernelRoute = { _ in try? #require(Self.snapshot.link(named: "wlan0")).index }
+        bound.kernelRoute = j.kernelRoute
+        #expect(bound.route("203.0.113.5") == .init(link: "wwan0", local: false))
+        bound.kernelRoute = { _ in KernelRoute(linkIndex: wlan0, isDefault: false) }
         #expect(bound.route("203.0.113.5") == .init(link: "wlan0", local: false))
         // An index the snapshot does not know yet: the default route, as without the kernel's answer.
-        j.kernelRoute = { _ in 9999 }
+        j.kernelRoute = { _ in KernelRoute(linkIndex: 9999, isDefault: false) }
         #expect(j.route("10.99.4.4") == .init(link: "wlan0", local: false))
     }
 

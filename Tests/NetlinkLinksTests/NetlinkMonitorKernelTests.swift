@@ -61,18 +61,20 @@ import Testing
         try uplinks.device.ip("route", "add", "unreachable", "10.98.0.0/16")
         try uplinks.device.ip("-6", "addr", "add", "fd99::2/64", "dev", "wwan0", "nodad")
         try uplinks.device.ip("-6", "route", "add", "fd98::/48", "via", "fd99::1", "dev", "wwan0")
-        #expect(monitor.outgoingLinkIndex(to: "10.99.1.1", from: nil) == wwan0)
-        #expect(monitor.outgoingLinkIndex(to: "198.51.100.7", from: nil) == wlan0)
+        #expect(monitor.outgoingRoute(to: "10.99.1.1", from: nil) == KernelRoute(linkIndex: wwan0, isDefault: false))
+        #expect(monitor.outgoingRoute(to: "198.51.100.7", from: nil) == KernelRoute(linkIndex: wlan0, isDefault: true))
         // From wwan0's address, the lab's rule by source routes it over wwan0.
-        #expect(monitor.outgoingLinkIndex(to: "198.51.100.7", from: "10.77.2.2") == wwan0)
-        #expect(monitor.outgoingLinkIndex(to: "fd98::5", from: nil) == wwan0)
-        #expect(monitor.outgoingLinkIndex(to: "10.98.0.1", from: nil) == nil)
-        #expect(monitor.outgoingLinkIndex(to: "not an address", from: nil) == nil)
+        #expect(
+            monitor.outgoingRoute(to: "198.51.100.7", from: "10.77.2.2")
+                == KernelRoute(linkIndex: wwan0, isDefault: true))
+        #expect(monitor.outgoingRoute(to: "fd98::5", from: nil) == KernelRoute(linkIndex: wwan0, isDefault: false))
+        #expect(monitor.outgoingRoute(to: "10.98.0.1", from: nil) == nil)
+        #expect(monitor.outgoingRoute(to: "not an address", from: nil) == nil)
         // A source address that is not this machine's: no answer, not an error.
-        #expect(monitor.outgoingLinkIndex(to: "198.51.100.7", from: "192.0.2.1") == nil)
+        #expect(monitor.outgoingRoute(to: "198.51.100.7", from: "192.0.2.1") == nil)
         consumer.cancel()
         // Once the monitor stops, nothing answers.
-        #expect(await eventually { monitor.outgoingLinkIndex(to: "10.99.1.1", from: nil) == nil })
+        #expect(await eventually { monitor.outgoingRoute(to: "10.99.1.1", from: nil) == nil })
     }
 
     @Test func linkDownMovesPrimaryAndBack() async throws {
