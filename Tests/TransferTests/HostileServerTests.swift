@@ -101,6 +101,24 @@ import Testing
         }
     }
 
+    /// A server that sends the head and then nothing: below any low-speed limit, so `--speed-time` ends it too,
+    /// not the 30 s read timeout (curl's `--speed-time` does the same).
+    @Test func aServerThatStopsSendingIsAbandonedWithinTheSpeedTime() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        try await Fixture.withServer(content: Self.content, faults: [.throttle(bytesPerSecond: 0)]) { server in
+            var request = fixture.request(server)
+            request.lowSpeedLimit = 4096
+            request.lowSpeedTime = .seconds(1)
+            request.maxRetries = 1
+            let started = ContinuousClock.now
+            let (error, events) = await Self.failure(Download(request: request))
+            #expect(error?.code == .retriesExhausted, "\(String(describing: error))")
+            #expect(events.retries.count == 1)
+            #expect(ContinuousClock.now - started < .seconds(10), "\(ContinuousClock.now - started)")
+        }
+    }
+
     @Test func waitingForAPooledConnectionIsNotAFailure() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }

@@ -197,7 +197,7 @@ public final class Download: Sendable {
             let own = HTTPClient(
                 eventLoopGroupProvider: .singleton,
                 configuration: TransferClient.configuration(
-                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: proxy, tap: connections,
+                    noProgressTimeout: request.readTimeout, tls: request.tls, proxy: proxy, tap: connections,
                     http2: request.http2)
             )
             ownClient = own
@@ -209,7 +209,7 @@ public final class Download: Sendable {
                 forwarder = HTTPClient(
                     eventLoopGroupProvider: .singleton,
                     configuration: TransferClient.forwarding(
-                        noProgressTimeout: request.noProgressTimeout, tls: request.tls, tap: connections)
+                        noProgressTimeout: request.readTimeout, tls: request.tls, tap: connections)
                 )
             }
         }

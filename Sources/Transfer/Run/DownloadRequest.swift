@@ -49,6 +49,12 @@ public struct DownloadRequest: Sendable {
     public var lowSpeedLimit: Int64
     /// The window of `lowSpeedLimit`.
     public var lowSpeedTime: Duration
+
+    /// How long a connection may go without a byte: `noProgressTimeout`, or the low-speed window when it is on
+    /// and shorter (a total stall is below any limit: curl's `--speed-time` ends it too).
+    var readTimeout: Duration {
+        lowSpeedLimit > 0 && lowSpeedTime > .zero ? min(noProgressTimeout, lowSpeedTime) : noProgressTimeout
+    }
     /// Called once when the object's real length becomes known (HEAD or first response), before any body
     /// byte is read: the engine decides again with the real size. False stops the download as a pause.
     public var admitTotal: (@Sendable (Int64) async -> Bool)?
