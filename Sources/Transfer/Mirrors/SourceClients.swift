@@ -49,7 +49,7 @@ final class SourceClients: Sendable {
                     let f = HTTPClient(
                         eventLoopGroupProvider: .singleton,
                         configuration: TransferClient.forwarding(
-                            noProgressTimeout: request.noProgressTimeout, tls: request.tls, tap: tap))
+                            noProgressTimeout: request.readTimeout, tls: request.tls, tap: tap))
                     m.forwarder = f
                     return f
                 }
@@ -61,7 +61,7 @@ final class SourceClients: Sendable {
             let c = HTTPClient(
                 eventLoopGroupProvider: .singleton,
                 configuration: TransferClient.configuration(
-                    noProgressTimeout: request.noProgressTimeout, tls: request.tls, proxy: wanted, tap: tap,
+                    noProgressTimeout: request.readTimeout, tls: request.tls, proxy: wanted, tap: tap,
                     http2: request.http2))
             m.clients[wanted] = c
             return c
