@@ -145,9 +145,11 @@ extension DownloadRun {
         case .same(let lastModified) where known.validators.lastModified.map({ $0 == lastModified }) ?? true:
             board.distrustETag(lastModified: lastModified)
             let kept = board.known?.validators.lastModified.map { "its length and Last-Modified (\($0))" }
+            // A 412 often carries no ETag of its own: say what was refused, not "none".
+            let then = head.etag.map { "\(old), then \($0)" } ?? "\(old) refused with HTTP \(head.status) to If-Match"
             download.sink.yield(
                 .warning(
-                    "The server's ETag changes for the same bytes (\(old), then \(head.etag ?? "none")): samples of the \(total)-byte object matched what is on disk, so the ETag is not used; the download goes on identified by \(kept ?? "its length and samples of its content")."
+                    "The server's ETag changes for the same bytes (\(then)): samples of the \(total)-byte object matched what is on disk, so the ETag is not used; the download goes on identified by \(kept ?? "its length and samples of its content")."
                 ))
             logger.notice("unstable ETag", metadata: ["first": "\(old)", "now": "\(head.etag ?? "-")"])
             return true
