@@ -240,6 +240,9 @@ struct GetCommand: AsyncParsableCommand {
             group.addTask {
                 for await number in signalNumbers {
                     received.number.withLock { $0 = number }
+                    // Recorded first: a signal in the first milliseconds, before `run()` has begun, pauses it as
+                    // soon as it begins (`pause()` alone does nothing to a download not yet running).
+                    download.requestStop(cancel: false)
                     await download.pause()
                     return .signal(number)
                 }

@@ -129,6 +129,37 @@ import Testing
         #expect(!run.stderr.contains("keeps changing"), "\(run.stderr)")
     }
 
+    /// A SIGINT in the first milliseconds, before the download has begun, pauses it as soon as it begins (it was
+    /// swallowed: the download ran to its end and exited 0). Before the handler is installed the signal ends the
+    /// process as its default does; either way it stops.
+    @Test func aSignalAtTheVeryStartStillStops() async throws {
+        let base = try Self.directory("early")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let server = try await RangeServer.start(
+            content: .generated(size: 16 << 20, seed: 83), faults: [.throttle(bytesPerSecond: 256 << 10)])
+        for delay in [0, 2, 5, 10, 15, 20, 30, 50, 80] {
+            let get = try LineCollector([
+                RepoPaths.binary, "get", server.url("/e.bin"), "-o", base.appendingPathComponent("e\(delay).bin").path,
+                "--json",
+            ])
+            try await Task.sleep(for: .milliseconds(delay))
+            get.process.interrupt()
+            let begun = ContinuousClock.now
+            while get.process.isRunning, ContinuousClock.now - begun < .seconds(8) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let running = get.process.isRunning
+            get.stop()
+            #expect(!running, "a SIGINT \(delay) ms after the start did not stop the download")
+            if !running {
+                let status = get.process.terminationStatus
+                let bySignal = get.process.terminationReason == .uncaughtSignal
+                #expect(bySignal || status == 130, "SIGINT at \(delay) ms: status \(status)")
+            }
+        }
+        try await server.shutdown()
+    }
+
     /// get.md: with --rate the kernel's queue fills ahead of the limit; a SIGINT writes what is here instead
     /// of throwing it away (before: `discarded_bytes` 1.6 MB with --rate 1MiB on loopback).
     @Test func aRateLimitedPauseKeepsWhatArrived() async throws {

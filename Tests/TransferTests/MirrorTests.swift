@@ -495,6 +495,23 @@ struct MirrorTests {
         }
     }
 
+    /// A record that is damaged, or one for another download, is not used, and the run says why it starts over.
+    @Test func aPartialWithoutAUsableRecordStartsOverAndSaysWhy() async throws {
+        try await Self.withMirrors(locations: Self.slow) { m in
+            let request = m.request(m.set())
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 2 << 20)
+            #expect(first == .paused)
+            try Data("meterwise-pieces 1\ntotal 12\n".utf8).write(
+                to: URL(fileURLWithPath: m.destination + ".mirror-part.pieces"))
+            var faster = request
+            faster.mirrors?.pieces = nil
+            let (second, events) = try await Fixture.runCollecting(Download(request: faster))
+            #expect(second.result?.sha256 == m.sha)
+            #expect(second.result?.resumedBytes == 0)
+            #expect(Self.warned(events, "is damaged, cut short"), "\(events.prefix(3))")
+        }
+    }
+
     /// One output has one writer, whatever its kind: a download from several sources does not start while a
     /// single-source one writes the same file, nor the other way round, and the refused one leaves nothing.
     @Test func oneOutputHasOneWriterWhateverItsKind() async throws {

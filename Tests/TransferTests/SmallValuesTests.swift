@@ -175,3 +175,22 @@ struct PublishTests {
         #expect(!Fixture.exists(fixture.path("f.iso.mirror-part")))
     }
 }
+
+struct EmptyPartialTests {
+    /// A run that gives way (`outputBusy`) tidies only an empty partial file no run holds: the `.part` of the
+    /// download it gave way to is locked, empty while that one waits for its first answer, and stays.
+    @Test func anEmptyPartialAnotherRunHoldsIsLeftAlone() throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let partial = fixture.path("out.bin.part")
+        let fd = open(partial, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let download = Download(request: DownloadRequest(url: "http://127.0.0.1:9/f", destination: fixture.path()))
+        download.removeEmptyPartial()
+        #expect(Fixture.exists(partial), "the held partial file was removed")
+        close(fd)
+        download.removeEmptyPartial()
+        #expect(!Fixture.exists(partial), "an empty partial file no run holds stays")
+    }
+}

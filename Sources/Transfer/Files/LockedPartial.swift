@@ -41,6 +41,7 @@ struct LockedPartial {
             )
         }
         do throws(TransferError) {
+            try stillLinked(partial.fd, name, in: directory)
             try noOtherWriter(of: names, besides: name, in: directory)
         } catch {
             if partial.created { try? directory.remove(name) }
@@ -48,6 +49,18 @@ struct LockedPartial {
             throw error
         }
         return partial
+    }
+
+    /// Throws `outputBusy` when the file locked as `fd` is no longer the one at `name`: another program removed
+    /// or replaced it between the open and the lock, so writing it would be lost.
+    static func stillLinked(_ fd: Int32, _ name: String, in directory: OutputDirectory) throws(TransferError) {
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_nlink > 0, directory.sameFile(name, st) else {
+            throw TransferError(
+                .outputBusy,
+                "\(directory.display(name)) was removed or replaced while this download opened it; another program writes there. Run the command again, or choose another path with -o."
+            )
+        }
     }
 
     /// Throws `outputBusy` when another run holds the lock of another kind's partial file of the same output

@@ -89,6 +89,15 @@ final class OutputDirectory: Sendable {
         }
     }
 
+    /// Whether `name` is, right now, the file `st` describes (the same device and inode, not a symlink).
+    func sameFile(_ name: String, _ st: stat) -> Bool {
+        (try? perform { () throws(TransferError) -> Bool in
+            var now = stat()
+            return fstatat(fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev
+                && now.st_ino == st.st_ino
+        }) ?? false
+    }
+
     /// Whether anything (a file, a symlink, a directory) has this name.
     func exists(_ name: String) -> Bool {
         (try? perform { () throws(TransferError) -> Bool in

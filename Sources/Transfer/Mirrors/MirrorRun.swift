@@ -224,9 +224,22 @@ struct MirrorRun: Sendable {
         let validators = Dictionary(
             live.map { ($0.url, Self.validatorText($0.validators)) }, uniquingKeysWith: { (a: String, _: String) in a })
         // The earlier run's record, when it is for this file, these pieces and this check.
-        var record = (partial.created ? nil : PieceRecord.read(directory, names.pieceRecord)).flatMap { r in
+        let found = partial.created ? nil : PieceRecord.read(directory, names.pieceRecord)
+        var record = found.flatMap { r in
             r.total == total && r.pieceLength == pieceLength && r.check == check.name && r.identity == identity
                 ? r : nil
+        }
+        // A partial file left with no usable record starts over: said, not silent.
+        if !partial.created, record == nil {
+            let why =
+                found != nil
+                ? "its record is for another download (another length, piece length, check or digest)"
+                : directory.exists(names.pieceRecord)
+                    ? "its record \(directory.display(names.pieceRecord)) is damaged, cut short or not this program's"
+                    : "it has no record of its pieces"
+            download.sink.yield(
+                .warning("Not using the partial file \(directory.display(names.mirrorPartial)): \(why); starting over.")
+            )
         }
         if let found = record, case .crc32c = check {
             // Without piece hashes the pieces are the sources' bytes: a source that says another version now, or

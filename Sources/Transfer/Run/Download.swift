@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CFileCalls
 import Logging
 import Synchronization
 
@@ -145,10 +146,12 @@ public final class Download: Sendable {
         let names = OutputNames(destination: request.destination)
         guard !directory.exists(names.checkpoint), case .own(let fd) = directory.openOwn(names.partial, writable: false)
         else { return }
+        defer { close(fd) }
+        // Only a partial file no run holds: another download's (the one that made this run give way with
+        // `outputBusy`) is locked, and stays.
+        guard mw_try_lock(fd) == 0 else { return }
         var st = stat()
-        let empty = fstat(fd, &st) == 0 && st.st_size == 0
-        close(fd)
-        if empty { try? directory.remove(names.partial) }
+        if fstat(fd, &st) == 0 && st.st_size == 0 { try? directory.remove(names.partial) }
     }
 
     func removePartial() {

@@ -125,6 +125,7 @@ struct DownloadRun: Sendable {
             )
         }
         do throws(TransferError) {
+            try LockedPartial.stillLinked(fd, names.partial, in: directory)
             try LockedPartial.noOtherWriter(of: names, besides: names.partial, in: directory)
         } catch {
             _ = mw_unlock(fd)
