@@ -44,7 +44,8 @@ struct LockedPartial {
             try stillLinked(partial.fd, name, in: directory)
             try noOtherWriter(of: names, besides: name, in: directory)
         } catch {
-            if partial.created { try? directory.remove(name) }
+            // Only the file this run made, while the name is still it.
+            if partial.created, isLinked(partial.fd, name, in: directory) { try? directory.remove(name) }
             close(partial.fd)
             throw error
         }
@@ -54,13 +55,18 @@ struct LockedPartial {
     /// Throws `outputBusy` when the file locked as `fd` is no longer the one at `name`: another program removed
     /// or replaced it between the open and the lock, so writing it would be lost.
     static func stillLinked(_ fd: Int32, _ name: String, in directory: OutputDirectory) throws(TransferError) {
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_nlink > 0, directory.sameFile(name, st) else {
+        guard isLinked(fd, name, in: directory) else {
             throw TransferError(
                 .outputBusy,
                 "\(directory.display(name)) was removed or replaced while this download opened it; another program writes there. Run the command again, or choose another path with -o."
             )
         }
+    }
+
+    /// Whether `name` is, right now, the file open as `fd`.
+    static func isLinked(_ fd: Int32, _ name: String, in directory: OutputDirectory) -> Bool {
+        var st = stat()
+        return fstat(fd, &st) == 0 && st.st_nlink > 0 && directory.sameFile(name, st)
     }
 
     /// Throws `outputBusy` when another run holds the lock of another kind's partial file of the same output

@@ -128,9 +128,11 @@ struct DownloadRun: Sendable {
             try LockedPartial.stillLinked(fd, names.partial, in: directory)
             try LockedPartial.noOtherWriter(of: names, besides: names.partial, in: directory)
         } catch {
+            if created, LockedPartial.isLinked(fd, names.partial, in: directory) {
+                try? directory.remove(names.partial)
+            }
             _ = mw_unlock(fd)
             close(fd)
-            if created { try? directory.remove(names.partial) }
             throw error
         }
         // Released when this run ends, however it ends (the descriptor may outlive it in queued blocks).
