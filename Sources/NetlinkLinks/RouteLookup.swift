@@ -22,8 +22,9 @@ final class RouteLookup: Sendable {
             return
         }
         let old = socket.withLock { s in
-            defer { s = Socket(raw: raw) }
-            return s
+            let old = s
+            s = Socket(raw: raw)
+            return old
         }
         if let old { nl_socket_free(old.raw) }
     }
