@@ -495,6 +495,7 @@ final class MirrorFetch: Sendable {
         }
         let end = answered.last + 1
         var position = range.lowerBound
+        var stream = state.withLock { PieceStream(check: check, pieceLength: $0.board.pieceLength, total: total) }
         var speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
         do {
             for try await buffer in response.body {
@@ -517,6 +518,7 @@ final class MirrorFetch: Sendable {
                     let slice = buffer.getSlice(at: buffer.readerIndex, length: reserved.count) ?? buffer
                     try slice.withUnsafeReadableBytes { raw in
                         try FileIO.pwriteAll(fd: fd, raw, at: reserved.lowerBound, what: "write the partial file")
+                        stream.wrote(raw, at: reserved.lowerBound)
                     }
                     position = reserved.upperBound
                     let complete = state.withLock { s -> [Int] in
@@ -525,12 +527,15 @@ final class MirrorFetch: Sendable {
                         s.sources[source].bytes += Int64(reserved.count)
                         return s.board.wrote(id, reserved)
                     }
-                    if !complete.isEmpty {
+                    let digests = complete.map { (piece: $0, digest: stream.take($0)) }
+                    if digests.contains(where: { $0.digest == nil }) {
                         // Reading a piece back and hashing it takes milliseconds: not on the event loop this
                         // worker runs on (`LoopExecutor`), where it would hold up every connection of the loop.
                         await withTaskExecutorPreference(globalConcurrentExecutor) {
-                            for piece in complete { verify(piece) }
+                            for (piece, digest) in digests { verify(piece, digest: digest) }
                         }
+                    } else {
+                        for (piece, digest) in digests { verify(piece, digest: digest) }
                     }
                 }
                 // Cut by another source, or at the end of what it answered: stop reading.
@@ -559,12 +564,13 @@ final class MirrorFetch: Sendable {
         return .done
     }
 
-    /// Checks piece `piece`, whose last byte was just written.
-    private func verify(_ piece: Int) {
+    /// Checks piece `piece`, whose last byte was just written: against `digest` when the request hashed the
+    /// piece as it wrote it (`PieceStream`), or else read back from the partial file.
+    private func verify(_ piece: Int, digest known: [UInt8]?) {
         let range = state.withLock { $0.board.range(ofPiece: piece) }
         switch check {
         case .hashes:
-            if check.matches(fd: fd, piece: piece, range: range) {
+            if check.matches(piece: piece, digest: known ?? check.digest(fd: fd, range: range)) {
                 state.withLock { s in
                     s.board.verifiedPiece(piece)
                     s.recordDirty = true
@@ -596,7 +602,7 @@ final class MirrorFetch: Sendable {
                     .warning("The \(why); it came from \(names.joined(separator: ", ")) and is fetched again."))
             }
         case .crc32c:
-            let digest = check.digest(fd: fd, range: range) ?? []
+            let digest = known ?? check.digest(fd: fd, range: range) ?? []
             let crc = digest.count == 4 ? digest.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
             state.withLock { s in
                 if piece < s.crcs.count { s.crcs[piece] = crc }

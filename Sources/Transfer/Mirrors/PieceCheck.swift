@@ -42,9 +42,15 @@ enum PieceCheck: Sendable {
     /// Whether piece `piece` (at `range`) holds the bytes its hash names; `.crc32c` has nothing to check a new
     /// piece against and passes.
     func matches(fd: Int32, piece: Int, range: Range<Int64>) -> Bool {
+        guard case .hashes = self else { return true }
+        return matches(piece: piece, digest: digest(fd: fd, range: range))
+    }
+
+    /// Whether `digest`, taken of piece `piece`, is the one its hash names (`.crc32c`: always).
+    func matches(piece: Int, digest: [UInt8]?) -> Bool {
         guard case .hashes(let pieces) = self else { return true }
-        guard piece < pieces.hashes.count else { return false }
-        return digest(fd: fd, range: range) == pieces.hashes[piece]
+        guard piece < pieces.hashes.count, let digest else { return false }
+        return digest == pieces.hashes[piece]
     }
 
     /// The CRC-32C of `range` of `fd`; nil when the file is shorter or unreadable.
