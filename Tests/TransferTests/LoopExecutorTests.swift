@@ -51,4 +51,33 @@ struct LoopExecutorTests {
         #expect(bytes == 4 << 20)
         #expect(parts > 0 && onLoop == parts, "\(onLoop) of \(parts) parts taken on the loop")
     }
+
+    @Test func aSleepOnALoopStaysOnItAndEndsAtACancel() async throws {
+        let executor = LoopExecutor.forWorker(0)
+        let (slept, stayed) = await Task(executorPreference: executor) { () -> (Duration, Bool) in
+            let begun = ContinuousClock.now
+            try? await LoopExecutor.sleep(for: .milliseconds(60))
+            return (ContinuousClock.now - begun, executor.loop.inEventLoop)
+        }.value
+        #expect(slept >= .milliseconds(60) && slept < .seconds(2), "slept \(slept)")
+        #expect(stayed)
+        // A long sleep ends as soon as its task is cancelled, by throwing.
+        let long = Task(executorPreference: executor) { () -> (threw: Bool, after: Duration) in
+            let begun = ContinuousClock.now
+            do {
+                try await LoopExecutor.sleep(for: .seconds(30))
+                return (false, ContinuousClock.now - begun)
+            } catch {
+                return (true, ContinuousClock.now - begun)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        long.cancel()
+        let ended = await long.value
+        #expect(ended.threw && ended.after < .seconds(5), "\(ended)")
+        // Off the loops it is `Task.sleep`.
+        let begun = ContinuousClock.now
+        try await LoopExecutor.sleep(for: .milliseconds(20))
+        #expect(ContinuousClock.now - begun >= .milliseconds(20))
+    }
 }

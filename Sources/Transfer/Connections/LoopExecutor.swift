@@ -27,3 +27,23 @@ final class LoopExecutor: TaskExecutor {
     /// The executor for worker `index`: workers spread over the loops.
     static func forWorker(_ index: Int) -> LoopExecutor { shared[index % shared.count] }
 }
+
+extension LoopExecutor {
+    /// Sleeps `duration` on the timer of the event loop the caller runs on (a worker on a `LoopExecutor`), or
+    /// with `Task.sleep` off the loops; cancellable. On a loop, `Task.sleep` goes through dispatch's timer
+    /// thread and back (a futex wake, an eventfd write and a few context switches each time: bench/README.md,
+    /// "mirrors"); the loop's own timer costs none of them.
+    static func sleep(for duration: Duration) async throws {
+        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else {
+            return try await Task.sleep(for: duration)
+        }
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = min(max(0, seconds), 1 << 32) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        let scheduled = loop.scheduleTask(in: .nanoseconds(nanoseconds)) {}
+        try await withTaskCancellationHandler {
+            try await scheduled.futureResult.get()
+        } onCancel: {
+            scheduled.cancel()
+        }
+    }
+}

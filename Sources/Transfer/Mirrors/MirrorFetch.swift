@@ -255,7 +255,7 @@ final class MirrorFetch: Sendable {
             switch take(source, slot: slot) {
             case .done: return .finished
             case .wait:
-                do { try await Task.sleep(for: .milliseconds(200)) } catch { return .finished }
+                do { try await LoopExecutor.sleep(for: .milliseconds(200)) } catch { return .finished }
                 continue
             case .span(let taken, let r):
                 id = taken
@@ -410,7 +410,7 @@ final class MirrorFetch: Sendable {
                 let begun = ContinuousClock.now
                 var wakes = self.download.wake.wakes
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
+                    try? await LoopExecutor.sleep(for: .milliseconds(250))
                     // A link change (`Download.retryNow`): a source now reached over a link the job may not use
                     // stops at once, its request abandoned.
                     if let judge = self.request.judgeSource, self.download.wake.wakes != wakes {
