@@ -15,6 +15,22 @@ import Testing
         #expect(board.range(ofPiece: 9) == 9000..<10_000)
     }
 
+    /// The last bytes of a download are shared by every connection: a span may end inside a piece, and the
+    /// piece completes when its parts are all written.
+    @Test func theLastBytesAreTakenInPartsOfAPiece() {
+        var board = PieceBoard(total: 3000, pieceLength: 1000)
+        let whole = board.take(source: 0, maxBytes: 2000)!
+        #expect(whole.range == 0..<2000)
+        let a = board.take(source: 1, maxBytes: 300, wholePieces: false)!
+        let b = board.take(source: 2, maxBytes: 300, wholePieces: false)!
+        let c = board.take(source: 0, maxBytes: 5000, wholePieces: false)!
+        #expect(a.range == 2000..<2300 && b.range == 2300..<2600 && c.range == 2600..<3000)
+        #expect(board.pending.isEmpty)
+        #expect(board.wrote(b.id, board.reserve(b.id, count: 300)).isEmpty)
+        #expect(board.wrote(c.id, board.reserve(c.id, count: 400)).isEmpty)
+        #expect(board.wrote(a.id, board.reserve(a.id, count: 300)) == [2])
+    }
+
     @Test func theLastPieceMayBeShort() {
         let board = PieceBoard(total: 2500, pieceLength: 1000)
         #expect(board.pieceCount == 3)

@@ -184,12 +184,18 @@ final class MirrorFetch: Sendable {
     }
 
     /// The bytes a request of `source` asks for: about two seconds at its rate, at most `maxSpan`, and no more
-    /// than its share of what is left, so the sources end together.
-    private func span(for source: Int, _ s: State) -> Int64 {
+    /// than its share of what is left, so the sources end together; at least a piece, but for the last bytes:
+    /// once a connection's share is under a piece, spans are that share (at least `minimumSpan`), so the last
+    /// pieces are fetched by every connection at once and not by one while the others wait.
+    private func span(for source: Int, _ s: State) -> (bytes: Int64, wholePieces: Bool) {
         let rate = s.sources[source].rate.estimate
         let share = s.board.pendingBytes / Int64(max(1, Self.working(s).count * connectionsPerSource))
-        return max(s.board.pieceLength, min(Self.maxSpan, Int64(rate * 2), share))
+        if share < s.board.pieceLength { return (max(Self.minimumSpan, share), false) }
+        return (max(s.board.pieceLength, min(Self.maxSpan, Int64(rate * 2), share)), true)
     }
+
+    /// The smallest span of the last bytes of a download.
+    static let minimumSpan: Int64 = 64 << 10
 
     /// Connections per source when `connections` are shared by `sources`: at least one each.
     static func share(of connections: Int, among sources: Int) -> Int {
@@ -206,7 +212,8 @@ final class MirrorFetch: Sendable {
 
     private enum Taken {
         case span(id: Int, range: Range<Int64>)
-        case wait
+        /// Nothing to take now: ask again after this long.
+        case wait(Duration)
         case done
     }
 
@@ -214,15 +221,15 @@ final class MirrorFetch: Sendable {
         let now = ContinuousClock.now
         return state.withLock { s in
             guard s.sources[source].dropped == nil, !s.board.isComplete else { return .done }
-            if s.sources[source].parked != nil { return .wait }
+            if s.sources[source].parked != nil { return .wait(.milliseconds(200)) }
             // Standing by while a preferred source is left.
             let working = Self.working(s)
-            if s.sources[source].standby != nil, !working.contains(source) { return .wait }
+            if s.sources[source].standby != nil, !working.contains(source) { return .wait(.milliseconds(200)) }
             // The download's connections shared by the sources working now: a source that joins takes its share
             // from the others' (their extra workers wait), one that is dropped leaves its share to them.
-            if slot >= Self.share(of: request.segments ?? 4, among: working.count) { return .wait }
-            let maxBytes = span(for: source, s)
-            if let taken = s.board.take(source: source, maxBytes: maxBytes, now: now) {
+            if slot >= Self.share(of: request.segments ?? 4, among: working.count) { return .wait(.milliseconds(200)) }
+            let (maxBytes, wholePieces) = span(for: source, s)
+            if let taken = s.board.take(source: source, maxBytes: maxBytes, wholePieces: wholePieces, now: now) {
                 return .span(id: taken.id, range: taken.range)
             }
             var rates: [Int: Double] = [:]
@@ -237,7 +244,8 @@ final class MirrorFetch: Sendable {
             // Nothing this source may take now. When no request is in flight and nothing pending is for it,
             // it has no part left in this download.
             if s.board.active.isEmpty && !s.board.hasWork(for: source) { return .done }
-            return .wait
+            // The end of the download: the requests left may soon be worth splitting (`PieceBoard.steal`).
+            return .wait(.milliseconds(50))
         }
     }
 
@@ -254,8 +262,8 @@ final class MirrorFetch: Sendable {
             let range: Range<Int64>
             switch take(source, slot: slot) {
             case .done: return .finished
-            case .wait:
-                do { try await LoopExecutor.sleep(for: .milliseconds(200)) } catch { return .finished }
+            case .wait(let pause):
+                do { try await LoopExecutor.sleep(for: pause) } catch { return .finished }
                 continue
             case .span(let taken, let r):
                 id = taken

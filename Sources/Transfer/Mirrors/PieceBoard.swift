@@ -128,9 +128,11 @@ struct PieceBoard: Sendable {
 
     /// A span for `source`: from the first pending byte of a piece it may serve, to the end of a piece, at most
     /// about `maxBytes` (always at least to the end of its first piece) and never into a piece it may not serve.
-    mutating func take(source: Int, maxBytes: Int64, now: ContinuousClock.Instant = .now) -> (
-        id: Int, range: Range<Int64>
-    )? {
+    /// With `wholePieces` false, a `maxBytes` under what is left of the first piece ends the span inside it (the
+    /// last bytes of a download, shared by every connection).
+    mutating func take(
+        source: Int, maxBytes: Int64, wholePieces: Bool = true, now: ContinuousClock.Instant = .now
+    ) -> (id: Int, range: Range<Int64>)? {
         for (index, span) in pending.enumerated() {
             var start = span.lowerBound
             while start < span.upperBound, !mayServe(source, piece: piece(at: start)) {
@@ -138,6 +140,7 @@ struct PieceBoard: Sendable {
             }
             guard start < span.upperBound else { continue }
             var end = min(span.upperBound, range(ofPiece: piece(at: start)).upperBound)
+            if !wholePieces, maxBytes > 0 { end = min(end, start + maxBytes) }
             while end < span.upperBound, end - start < maxBytes, mayServe(source, piece: piece(at: end)) {
                 end = min(span.upperBound, range(ofPiece: piece(at: end)).upperBound)
             }
