@@ -113,6 +113,29 @@ struct DeltaTests {
         }
     }
 
+    /// A delta refused because another kind of download writes the same output leaves nothing of its own: no
+    /// partial file and no copy of the control file.
+    @Test func aRefusedDeltaLeavesNoCopyOfTheControlFile() async throws {
+        try await Self.withVersions(location: "limit_rate 256k;") { setup in
+            let destination = setup.fixture.path("out.img")
+            let whole = Download(request: DownloadRequest(url: setup.url, destination: destination))
+            async let outcome = whole.run()
+            for await event in whole.events {
+                if case .progress(let p) = event, p.bytesDone > 0 { break }
+            }
+            do throws(TransferError) {
+                _ = try await Download(request: request(setup, seeds: [setup.old])).run()
+                Issue.record("a delta of an output another download writes ran")
+            } catch {
+                #expect(error.code == .outputBusy, "\(error.message)")
+            }
+            #expect(!Fixture.exists(destination + ".delta-part"))
+            #expect(!Fixture.exists(destination + ".delta-part.zsync"), "the refused delta left its control file")
+            await whole.cancel()
+            _ = try? await outcome
+        }
+    }
+
     @Test func aPausedDeltaResumesWithNothingFetchedTwice() async throws {
         try await Self.withVersions(location: "limit_rate 256k;") { setup in
             let request = request(setup, seeds: [setup.old])

@@ -34,6 +34,7 @@ struct DeltaRun: Sendable {
         let names = OutputNames(destination: request.destination)
         // The control file.
         let location = source.controlLocation(for: request.url)
+        let hadControlCache = directory.exists(names.controlCache)
         let controlBytes: [UInt8]
         switch try await readControl(location, directory: directory, names: names) {
         case .bytes(let bytes): controlBytes = bytes
@@ -52,7 +53,17 @@ struct DeltaRun: Sendable {
                 directory, names)
         }
         // The partial file, locked for this run.
-        let partial = try openPartial(directory, names)
+        let partial: LockedPartial
+        do throws(TransferError) {
+            partial = try openPartial(directory, names)
+        } catch {
+            // Refused: the copy of the control file this run made goes too, unless a delta of the same output
+            // runs (it is that run's).
+            if error.code == .outputBusy, !hadControlCache, !LockedPartial.isHeld(names.deltaPartial, in: directory) {
+                try? directory.remove(names.controlCache)
+            }
+            throw error
+        }
         defer { close(partial.fd) }
         guard ftruncate(partial.fd, off_t(control.length)) == 0 else {
             throw FileIO.error("size \(directory.display(names.deltaPartial))")

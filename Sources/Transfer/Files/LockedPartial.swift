@@ -63,6 +63,15 @@ struct LockedPartial {
         }
     }
 
+    /// Whether a run holds the lock of the partial file `name` now.
+    static func isHeld(_ name: String, in directory: OutputDirectory) -> Bool {
+        guard case .own(let fd) = directory.openOwn(name, writable: false) else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return true }
+        _ = mw_unlock(fd)
+        return false
+    }
+
     /// Whether `name` is, right now, the file open as `fd`.
     static func isLinked(_ fd: Int32, _ name: String, in directory: OutputDirectory) -> Bool {
         var st = stat()
@@ -76,13 +85,7 @@ struct LockedPartial {
     static func noOtherWriter(of names: OutputNames, besides own: String, in directory: OutputDirectory)
         throws(TransferError)
     {
-        for other in names.partials where other != own {
-            guard case .own(let fd) = directory.openOwn(other, writable: false) else { continue }
-            defer { close(fd) }
-            if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-                _ = mw_unlock(fd)
-                continue
-            }
+        for other in names.partials where other != own && isHeld(other, in: directory) {
             throw TransferError(
                 .outputBusy,
                 "Another download of \(directory.display(names.final)) is running (it writes \(directory.display(other))); wait for it to finish or choose another path with -o."
