@@ -73,6 +73,47 @@ import Testing
         #expect(board.take(source: 1, maxBytes: 3000)?.range == 1000..<2000)
     }
 
+    /// A piece written by two sources that fails blames neither: both may fetch it again, but only whole, by
+    /// one request, so the one that sends it next answers for it alone.
+    @Test func aPieceMixedFromTwoSourcesThatFailsIsFetchedAgainWholeByOne() {
+        let start = ContinuousClock.now
+        var board = PieceBoard(total: 2000, pieceLength: 1000)
+        let a = board.take(source: 0, maxBytes: 400, wholePieces: false)!
+        let b = board.take(source: 1, maxBytes: 600, wholePieces: false)!
+        #expect(a.range == 0..<400 && b.range == 400..<1000)
+        _ = board.wrote(a.id, board.reserve(a.id, count: 400))
+        #expect(board.wrote(b.id, board.reserve(b.id, count: 600)) == [0])
+        board.finish(a.id)
+        board.finish(b.id)
+        #expect(board.failedPiece(0) == [0, 1])
+        #expect(board.mayServe(0, piece: 0) && board.mayServe(1, piece: 0))
+        #expect(board.whole == [0])
+        // Taken whole even when the last bytes are shared out; the next piece may still be split.
+        let again = board.take(source: 1, maxBytes: 100, wholePieces: false, now: start)!
+        #expect(again.range == 0..<1000)
+        #expect(board.take(source: 0, maxBytes: 100, wholePieces: false)?.range == 1000..<1100)
+        // Not cut inside it by a faster source: the holder keeps the piece; only the rest of a span is stolen.
+        var span = PieceBoard(total: 3000, pieceLength: 1000)
+        let head = span.take(source: 0, maxBytes: 400, wholePieces: false)!
+        let tail = span.take(source: 1, maxBytes: 3000, wholePieces: false)!
+        #expect(head.range == 0..<400 && tail.range == 400..<3000)
+        _ = span.wrote(head.id, span.reserve(head.id, count: 400))
+        #expect(span.wrote(tail.id, span.reserve(tail.id, count: 2600)) == [0, 1, 2])
+        span.finish(head.id)
+        span.finish(tail.id)
+        span.verifiedPiece(1)
+        #expect(span.failedPiece(0) == [0, 1])
+        #expect(span.failedPiece(2) == [1])
+        let slow = span.take(source: 0, maxBytes: 3000, now: start)!
+        #expect(slow.range == 0..<1000)
+        _ = span.wrote(slow.id, span.reserve(slow.id, count: 100))
+        let rates: [Int: Double] = [0: 1000, 1: 1_000_000]
+        #expect(span.steal(source: 1, rates: rates, now: start + .seconds(1), minimum: 10) == nil)
+        // Left part way (its connection failed), it goes back whole.
+        span.finish(slow.id)
+        #expect(span.pending == [0..<1000, 2000..<3000])
+    }
+
     @Test func aSpanStopsBeforeAPieceItsSourceMayNotServe() {
         var board = PieceBoard(total: 5000, pieceLength: 1000)
         let (id, _) = board.take(source: 0, maxBytes: 5000)!
@@ -190,6 +231,8 @@ import Testing
         #expect(resumed.failedPiece(1) == [PieceBoard.earlierRun, 0])
         #expect(resumed.carriedBytes == 300)
         #expect(resumed.pending.first == 1000..<2000)
+        // Nor is the source that wrote the rest refused for it: it may fetch it again, whole.
+        #expect(resumed.mayServe(0, piece: 1) && resumed.whole.contains(1))
     }
 
     @Test func theRecordRoundTripsAndRefusesWhatItDidNotWrite() {

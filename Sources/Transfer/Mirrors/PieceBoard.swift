@@ -36,6 +36,9 @@ struct PieceBoard: Sendable {
     static let earlierRun = -1
     /// Sources that sent a piece that failed its check: they are not asked for it again.
     private(set) var refused: [Int: Set<Int>] = [:]
+    /// Pieces that failed their check with bytes from more than one source (or from an earlier run): each is
+    /// fetched again whole by one request, never split, so the source that sends it answers for it alone.
+    private(set) var whole: Set<Int> = []
     private var nextID = 0
 
     /// A board for `total` bytes in pieces of `pieceLength`; `verified` marks the pieces a partial file
@@ -140,7 +143,7 @@ struct PieceBoard: Sendable {
             }
             guard start < span.upperBound else { continue }
             var end = min(span.upperBound, range(ofPiece: piece(at: start)).upperBound)
-            if !wholePieces, maxBytes > 0 { end = min(end, start + maxBytes) }
+            if !wholePieces, maxBytes > 0, !whole.contains(piece(at: start)) { end = min(end, start + maxBytes) }
             while end < span.upperBound, end - start < maxBytes, mayServe(source, piece: piece(at: end)) {
                 end = min(span.upperBound, range(ofPiece: piece(at: end)).upperBound)
             }
@@ -191,8 +194,11 @@ struct PieceBoard: Sendable {
             if left > (best?.left ?? -1) { best = (id, left) }
         }
         guard let best, var victim = active[best.id] else { return nil }
-        let cut = victim.next
+        var cut = victim.next
         let victimEnd = victim.end
+        // A piece to be fetched whole is left to its holder.
+        let cutPiece = range(ofPiece: piece(at: cut))
+        if whole.contains(piece(at: cut)), cut > cutPiece.lowerBound { cut = min(victimEnd, cutPiece.upperBound) }
         var end = victimEnd
         // Never into a piece `source` may not serve: that part goes back to pending for another.
         var probe = cut
@@ -261,7 +267,19 @@ struct PieceBoard: Sendable {
     /// Request `id` is over: what it did not write goes back to pending.
     mutating func finish(_ id: Int) {
         guard let a = active.removeValue(forKey: id) else { return }
-        if a.done < a.end { giveBack(a.done..<a.end) }
+        guard a.done < a.end else { return }
+        // A piece to be fetched whole that this request left part way goes back whole.
+        let p = piece(at: a.done)
+        let begun = range(ofPiece: p)
+        if whole.contains(p), a.done > begun.lowerBound, !verified[p] {
+            filled[p] = 0
+            contributors[p] = nil
+            started.remove(p)
+            carried[p] = nil
+            giveBack(begun.lowerBound..<a.end)
+            return
+        }
+        giveBack(a.done..<a.end)
     }
 
     /// Whether request `id` still has bytes to reserve.
@@ -273,17 +291,23 @@ struct PieceBoard: Sendable {
         verified[piece] = true
         verifiedCount += 1
         contributors[piece] = nil
+        whole.remove(piece)
         started.remove(piece)
         carried[piece] = nil
     }
 
-    /// Piece `piece` did not match: every source that wrote it is refused for it, and all of it is pending
-    /// again. Returns the sources that wrote it.
+    /// Piece `piece` did not match: all of it is pending again. The source that wrote it alone is refused for
+    /// it; a piece written by several (or partly by an earlier run) blames none and is fetched again whole by
+    /// one request (`whole`), which then answers for it alone. Returns the sources that wrote it.
     @discardableResult
     mutating func failedPiece(_ piece: Int) -> Set<Int> {
         guard piece < pieceCount else { return [] }
         let sources = contributors.removeValue(forKey: piece) ?? []
-        refused[piece, default: []].formUnion(sources)
+        if sources.count > 1 {
+            whole.insert(piece)
+        } else {
+            refused[piece, default: []].formUnion(sources)
+        }
         filled[piece] = 0
         started.remove(piece)
         carried[piece] = nil
