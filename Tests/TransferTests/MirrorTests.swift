@@ -132,6 +132,9 @@ struct MirrorTests {
                 #expect(Fixture.sha256(file: request.destination) == m.sha)
                 let reports = Self.sources(events)
                 #expect(reports.first { $0.url == m.url(0) }?.dropped == nil, "\(reports)")
+                // Each source keeps the bytes it wrote that were kept: a failed piece takes off what each wrote.
+                #expect(reports.allSatisfy { $0.bytes >= 0 }, "\(reports)")
+                #expect(reports.reduce(0) { $0 + $1.bytes } == Int64(Self.size), "\(reports)")
             }
         }
     }
@@ -514,8 +517,14 @@ struct MirrorTests {
             #expect(result.sha256 == m.sha)
             #expect(Self.sources(events).allSatisfy { $0.dropped == nil }, "\(Self.sources(events))")
             #expect(Self.warned(events, "the partial file of an earlier run"))
-            // What the earlier run held of that piece, fetched again; nothing else.
-            #expect(result.refetchedBytes > 0 && result.refetchedBytes < Self.pieceLength, "\(result.refetchedBytes)")
+            // What the earlier run held of that piece is fetched again: no longer counted as resumed, and not as
+            // received twice in this run (docs/get.md's sums hold).
+            #expect(result.refetchedBytes == 0, "\(result)")
+            #expect(result.resumedBytes < Int64(Self.size) && result.resumedBytes > 0)
+            #expect(result.bytesFetched == Int64(Self.size) - result.resumedBytes + result.discardedBytes, "\(result)")
+            let reports = Self.sources(events)
+            #expect(reports.allSatisfy { $0.bytes >= 0 }, "\(reports)")
+            #expect(reports.reduce(0) { $0 + $1.bytes } == Int64(Self.size) - result.resumedBytes, "\(reports)")
         }
     }
 

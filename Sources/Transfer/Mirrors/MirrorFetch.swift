@@ -49,6 +49,8 @@ final class MirrorFetch: Sendable {
         var recordDirty = false
         /// Bytes the resumed partial held of pieces that then failed their check (fetched again).
         var lostResumed: Int64 = 0
+        /// Bytes each source wrote of each piece not yet checked: what a piece that fails takes off each.
+        var pieceBytes: [Int: [Int: Int64]] = [:]
     }
 
     /// A request with no byte for this long, while other sources deliver, is abandoned and its span taken.
@@ -112,7 +114,10 @@ final class MirrorFetch: Sendable {
     var request: DownloadRequest { run.request }
     var workerCount: Int { state.withLock { $0.sources.count } * connectionsPerSource }
 
-    func counts() -> (fetched: Int64, discarded: Int64) { state.withLock { ($0.fetched, $0.discarded) } }
+    /// Bytes received, bytes thrown away, and bytes the resumed partial held that were fetched again.
+    func counts() -> (fetched: Int64, discarded: Int64, lostResumed: Int64) {
+        state.withLock { ($0.fetched, $0.discarded, $0.lostResumed) }
+    }
 
     func progress() -> DownloadProgress {
         state.withLock { s in
@@ -533,6 +538,12 @@ final class MirrorFetch: Sendable {
                         s.written += Int64(reserved.count)
                         s.recordDirty = true
                         s.sources[source].bytes += Int64(reserved.count)
+                        for p in s.board.pieces(of: reserved) {
+                            let piece = s.board.range(ofPiece: p)
+                            let n =
+                                min(piece.upperBound, reserved.upperBound) - max(piece.lowerBound, reserved.lowerBound)
+                            if n > 0 { s.pieceBytes[p, default: [:]][source, default: 0] += n }
+                        }
                         return s.board.wrote(id, reserved)
                     }
                     let digests = complete.map { (piece: $0, digest: stream.take($0)) }
@@ -581,6 +592,7 @@ final class MirrorFetch: Sendable {
             if check.matches(piece: piece, digest: known ?? check.digest(fd: fd, range: range)) {
                 state.withLock { s in
                     s.board.verifiedPiece(piece)
+                    s.pieceBytes[piece] = nil
                     s.recordDirty = true
                 }
                 return
@@ -594,8 +606,9 @@ final class MirrorFetch: Sendable {
                 s.written -= fresh
                 s.discarded += fresh
                 s.lostResumed += carried
-                let sources = senders.filter { $0 >= 0 }
-                for i in sources { s.sources[i].bytes -= fresh / Int64(max(1, sources.count)) }
+                for (i, n) in s.pieceBytes.removeValue(forKey: piece) ?? [:] where i < s.sources.count {
+                    s.sources[i].bytes -= n
+                }
                 return (
                     senders,
                     senders.sorted().map { $0 >= 0 ? s.sources[$0].display : "the partial file of an earlier run" }
@@ -615,6 +628,7 @@ final class MirrorFetch: Sendable {
             state.withLock { s in
                 if piece < s.crcs.count { s.crcs[piece] = crc }
                 s.board.verifiedPiece(piece)
+                s.pieceBytes[piece] = nil
                 s.recordDirty = true
             }
         }

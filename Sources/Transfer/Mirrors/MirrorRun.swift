@@ -387,13 +387,15 @@ struct MirrorRun: Sendable {
         try? directory.remove(names.pieceRecord)
         directory.sync()
         let counts = fetch.counts()
+        // Bytes the partial held that failed with their piece were fetched again: not resumed, nor refetched.
+        let kept = max(0, resumed - counts.lostResumed)
         return .completed(
             DownloadResult(
                 path: destination, sha256: request.wantsSHA256 ? digest : nil, totalBytes: total,
                 bytesFetched: counts.fetched,
                 refetchedBytes: DownloadResult.refetched(
-                    fetched: counts.fetched, discarded: counts.discarded, total: total, resumed: resumed),
-                resumedBytes: resumed, discardedBytes: counts.discarded))
+                    fetched: counts.fetched, discarded: counts.discarded, total: total, resumed: kept),
+                resumedBytes: kept, discardedBytes: counts.discarded))
     }
 
     /// The pieces of `record` that still pass their check in the partial file.
