@@ -109,8 +109,9 @@ import Testing
         _ = span.wrote(slow.id, span.reserve(slow.id, count: 100))
         let rates: [Int: Double] = [0: 1000, 1: 1_000_000]
         #expect(span.steal(source: 1, rates: rates, now: start + .seconds(1), minimum: 10) == nil)
-        // Left part way (its connection failed), it goes back whole.
-        span.finish(slow.id)
+        // Left part way (its connection failed), it goes back whole, and the 100 bytes written of it are dropped.
+        let dropped = span.finish(slow.id)
+        #expect(dropped?.piece == 0 && dropped?.dropped == 100)
         #expect(span.pending == [0..<1000, 2000..<3000])
     }
 

@@ -249,7 +249,7 @@ final class MirrorFetch: Sendable {
             // Nothing this source may take now. When no request is in flight and nothing pending is for it,
             // it has no part left in this download.
             if s.board.active.isEmpty && !s.board.hasWork(for: source) { return .done }
-            // The end of the download: the requests left may soon be worth splitting (`PieceBoard.steal`).
+            // The end of the download: a request may end, or become worth stealing (`PieceBoard.steal`), any moment.
             return .wait(.milliseconds(50))
         }
     }
@@ -275,7 +275,15 @@ final class MirrorFetch: Sendable {
                 range = r
             }
             let result = await fetchWatched(id: id, range: range, source: source)
-            state.withLock { $0.board.finish(id) }
+            state.withLock { s in
+                // The bytes written of a piece to be fetched whole that this request left part way are dropped.
+                guard let (piece, dropped) = s.board.finish(id) else { return }
+                s.written -= dropped
+                s.discarded += dropped
+                for (i, n) in s.pieceBytes.removeValue(forKey: piece) ?? [:] where i < s.sources.count {
+                    s.sources[i].bytes -= n
+                }
+            }
             switch result {
             case .done:
                 state.withLock { $0.sources[source].failures = 0 }

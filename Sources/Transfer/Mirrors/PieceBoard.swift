@@ -264,22 +264,25 @@ struct PieceBoard: Sendable {
         return complete
     }
 
-    /// Request `id` is over: what it did not write goes back to pending.
-    mutating func finish(_ id: Int) {
-        guard let a = active.removeValue(forKey: id) else { return }
-        guard a.done < a.end else { return }
-        // A piece to be fetched whole that this request left part way goes back whole.
+    /// Request `id` is over: what it did not write goes back to pending. A piece to be fetched whole (`whole`)
+    /// that it left part way goes back whole: that piece and the bytes of it that were written and are dropped
+    /// are returned.
+    @discardableResult
+    mutating func finish(_ id: Int) -> (piece: Int, dropped: Int64)? {
+        guard let a = active.removeValue(forKey: id), a.done < a.end else { return nil }
         let p = piece(at: a.done)
         let begun = range(ofPiece: p)
-        if whole.contains(p), a.done > begun.lowerBound, !verified[p] {
-            filled[p] = 0
-            contributors[p] = nil
-            started.remove(p)
-            carried[p] = nil
-            giveBack(begun.lowerBound..<a.end)
-            return
+        guard whole.contains(p), a.done > begun.lowerBound, !verified[p] else {
+            giveBack(a.done..<a.end)
+            return nil
         }
-        giveBack(a.done..<a.end)
+        let dropped = filled[p]
+        filled[p] = 0
+        contributors[p] = nil
+        started.remove(p)
+        carried[p] = nil
+        giveBack(begun.lowerBound..<a.end)
+        return (p, dropped)
     }
 
     /// Whether request `id` still has bytes to reserve.
