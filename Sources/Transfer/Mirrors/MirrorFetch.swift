@@ -49,8 +49,11 @@ final class MirrorFetch: Sendable {
         var recordDirty = false
         /// Bytes the resumed partial held of pieces that then failed their check (fetched again).
         var lostResumed: Int64 = 0
-        /// Bytes each source wrote of each piece not yet checked: what a piece that fails takes off each.
-        var pieceBytes: [Int: [Int: Int64]] = [:]
+
+        /// Takes off each source the bytes it wrote of a piece that is fetched again (`bySource`, the board's).
+        mutating func forget(_ bySource: [Int: Int64]) {
+            for (i, n) in bySource where sources.indices.contains(i) { sources[i].bytes -= n }
+        }
     }
 
     /// A request with no byte for this long, while other sources deliver, is abandoned and its span taken.
@@ -277,12 +280,10 @@ final class MirrorFetch: Sendable {
             let result = await fetchWatched(id: id, range: range, source: source)
             state.withLock { s in
                 // The bytes written of a piece to be fetched whole that this request left part way are dropped.
-                guard let (piece, dropped) = s.board.finish(id) else { return }
+                guard let (_, dropped, bySource) = s.board.finish(id) else { return }
                 s.written -= dropped
                 s.discarded += dropped
-                for (i, n) in s.pieceBytes.removeValue(forKey: piece) ?? [:] where i < s.sources.count {
-                    s.sources[i].bytes -= n
-                }
+                s.forget(bySource)
             }
             switch result {
             case .done:
@@ -546,12 +547,6 @@ final class MirrorFetch: Sendable {
                         s.written += Int64(reserved.count)
                         s.recordDirty = true
                         s.sources[source].bytes += Int64(reserved.count)
-                        for p in s.board.pieces(of: reserved) {
-                            let piece = s.board.range(ofPiece: p)
-                            let n =
-                                min(piece.upperBound, reserved.upperBound) - max(piece.lowerBound, reserved.lowerBound)
-                            if n > 0 { s.pieceBytes[p, default: [:]][source, default: 0] += n }
-                        }
                         return s.board.wrote(id, reserved)
                     }
                     let digests = complete.map { (piece: $0, digest: stream.take($0)) }
@@ -600,7 +595,6 @@ final class MirrorFetch: Sendable {
             if check.matches(piece: piece, digest: known ?? check.digest(fd: fd, range: range)) {
                 state.withLock { s in
                     s.board.verifiedPiece(piece)
-                    s.pieceBytes[piece] = nil
                     s.recordDirty = true
                 }
                 return
@@ -609,14 +603,13 @@ final class MirrorFetch: Sendable {
                 // Bytes a resumed partial held were fetched by an earlier run: they are fetched again, not thrown
                 // away by this one.
                 let carried = s.board.carriedBytes(ofPiece: piece)
+                let bySource = s.board.bytesWritten(ofPiece: piece)
                 let senders = s.board.failedPiece(piece)
                 let fresh = Int64(range.count) - carried
                 s.written -= fresh
                 s.discarded += fresh
                 s.lostResumed += carried
-                for (i, n) in s.pieceBytes.removeValue(forKey: piece) ?? [:] where i < s.sources.count {
-                    s.sources[i].bytes -= n
-                }
+                s.forget(bySource)
                 return (
                     senders,
                     senders.sorted().map { $0 >= 0 ? s.sources[$0].display : "the partial file of an earlier run" }
@@ -636,7 +629,6 @@ final class MirrorFetch: Sendable {
             state.withLock { s in
                 if piece < s.crcs.count { s.crcs[piece] = crc }
                 s.board.verifiedPiece(piece)
-                s.pieceBytes[piece] = nil
                 s.recordDirty = true
             }
         }

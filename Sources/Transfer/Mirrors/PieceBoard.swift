@@ -25,8 +25,8 @@ struct PieceBoard: Sendable {
     private var filled: [Int64]
     private(set) var verified: [Bool]
     private(set) var verifiedCount = 0
-    /// The sources that wrote each piece being filled (`earlierRun` for bytes a resumed partial holds).
-    private var contributors: [Int: Set<Int>] = [:]
+    /// The bytes each source wrote of each piece being filled (`earlierRun` for bytes a resumed partial holds).
+    private var contributors: [Int: [Int: Int64]] = [:]
     /// Pieces with bytes written and not yet verified.
     private var started: Set<Int> = []
     /// Bytes of each piece a resumed partial file held when this run began (not yet verified).
@@ -80,7 +80,7 @@ struct PieceBoard: Sendable {
             for hole in holes { appendPending(hole) }
             filled[piece] = held
             carried[piece] = held
-            contributors[piece] = [Self.earlierRun]
+            contributors[piece] = [Self.earlierRun: held]
             started.insert(piece)
         }
     }
@@ -257,7 +257,7 @@ struct PieceBoard: Sendable {
             let overlap = max(piece.lowerBound, range.lowerBound)..<min(piece.upperBound, range.upperBound)
             guard !overlap.isEmpty else { continue }
             filled[p] += Int64(overlap.count)
-            contributors[p, default: []].insert(a.source)
+            contributors[p, default: [:]][a.source, default: 0] += Int64(overlap.count)
             started.insert(p)
             if filled[p] == Int64(piece.count) { complete.append(p) }
         }
@@ -265,10 +265,10 @@ struct PieceBoard: Sendable {
     }
 
     /// Request `id` is over: what it did not write goes back to pending. A piece to be fetched whole (`whole`)
-    /// that it left part way goes back whole: that piece and the bytes of it that were written and are dropped
-    /// are returned.
+    /// that it left part way goes back whole: that piece, the bytes of it that were written and are dropped,
+    /// and who wrote them, are returned.
     @discardableResult
-    mutating func finish(_ id: Int) -> (piece: Int, dropped: Int64)? {
+    mutating func finish(_ id: Int) -> (piece: Int, dropped: Int64, bySource: [Int: Int64])? {
         guard let a = active.removeValue(forKey: id), a.done < a.end else { return nil }
         let p = piece(at: a.done)
         let begun = range(ofPiece: p)
@@ -278,11 +278,11 @@ struct PieceBoard: Sendable {
         }
         let dropped = filled[p]
         filled[p] = 0
-        contributors[p] = nil
+        let bySource = contributors.removeValue(forKey: p) ?? [:]
         started.remove(p)
         carried[p] = nil
         giveBack(begun.lowerBound..<a.end)
-        return (p, dropped)
+        return (p, dropped, bySource)
     }
 
     /// Whether request `id` still has bytes to reserve.
@@ -305,7 +305,7 @@ struct PieceBoard: Sendable {
     @discardableResult
     mutating func failedPiece(_ piece: Int) -> Set<Int> {
         guard piece < pieceCount else { return [] }
-        let sources = contributors.removeValue(forKey: piece) ?? []
+        let sources = Set((contributors.removeValue(forKey: piece) ?? [:]).keys)
         if sources.count > 1 {
             whole.insert(piece)
         } else {
@@ -317,6 +317,9 @@ struct PieceBoard: Sendable {
         giveBack(range(ofPiece: piece))
         return sources
     }
+
+    /// The bytes each source wrote of `piece` while it is being filled (`earlierRun`: a resumed partial's).
+    func bytesWritten(ofPiece piece: Int) -> [Int: Int64] { contributors[piece] ?? [:] }
 
     /// Bytes no request holds.
     var pendingBytes: Int64 { pending.reduce(0) { $0 + Int64($1.count) } }
