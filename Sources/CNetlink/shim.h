@@ -69,22 +69,6 @@ static inline struct nl_addr *mw_route_first_gateway(struct rtnl_route *route) {
 /// True when a netlink error code means the socket's receive buffer overran (events were lost).
 static inline int mw_is_overrun(int nlerr) { return nlerr == -NLE_NOMEM || nlerr == -NLE_DUMP_INTR; }
 
-/// Drains every pending datagram on a non-blocking socket fd. Returns the number of datagrams read,
-/// or -ENOBUFS when the kernel reported an overrun (some events were lost).
-static inline int mw_drain(int fd) {
-    static char buffer[65536];
-    int count = 0;
-    int overrun = 0;
-    for (;;) {
-        ssize_t n = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
-        if (n > 0) { count++; continue; }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == ENOBUFS) { overrun = 1; continue; }
-        break;
-    }
-    return overrun ? -ENOBUFS : count;
-}
-
 /// One default route (destination length 0, main table, unicast), as Meterwise keeps it.
 struct mw_default_route {
     int family;           // AF_INET or AF_INET6
@@ -207,12 +191,15 @@ static inline int mw_dump_default_routes(struct nl_sock *sock, struct mw_route_s
 /// read, -ENOBUFS when the kernel reported an overrun (events were lost: dump everything again), or
 /// another negative errno when the socket failed.
 static inline int mw_read_events(int fd, struct mw_route_sink *sink) {
-    // One buffer per thread: two monitors in one process (tests, benches) must not share it.
-    static _Thread_local char buffer[1 << 16];
+    // One buffer per call, from the heap: two monitors in one process (tests, benches) must not share it, and
+    // as a thread-local array it was 64 KiB of every thread's static TLS block, zeroed on each thread's stack.
+    enum { size = 1 << 16 };
+    char *buffer = malloc(size);
+    if (!buffer) return -ENOMEM;
     int count = 0;
     int overrun = 0;
     for (;;) {
-        ssize_t n = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        ssize_t n = recv(fd, buffer, size, MSG_DONTWAIT);
         if (n > 0) {
             count++;
             int left = (int)n;
@@ -224,9 +211,14 @@ static inline int mw_read_events(int fd, struct mw_route_sink *sink) {
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == ENOBUFS) { overrun = 1; continue; }
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+        int failure = n < 0 && errno != EAGAIN && errno != EWOULDBLOCK ? -errno : 0;
+        if (failure) {
+            free(buffer);
+            return failure;
+        }
         break;
     }
+    free(buffer);
     return overrun ? -ENOBUFS : count;
 }
 
