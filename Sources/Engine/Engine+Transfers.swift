@@ -244,7 +244,7 @@ extension Engine {
             }
         case let .sources(list, _):
             jobs[id]?.record.sources = list.map {
-                SourceFigures(url: $0.url, bytes: $0.bytes, dropped: $0.dropped, standby: $0.standby)
+                SourceFigures(url: $0.url, bytes: $0.bytes, dropped: $0.dropped, standby: $0.standby, proxy: $0.proxy)
             }
         }
     }

@@ -356,6 +356,7 @@ enum JobText {
         if let sha = status.job.sha256 { text += "\n  sha256 \(shown(sha))" }
         for source in status.job.sources ?? [] {
             text += "\n  source \(shown(source.url)): \(Units.formatBytes(source.bytes))"
+            if let proxy = source.proxy { text += " via the proxy \(shown(proxy))" }
             if let why = source.dropped { text += ", dropped: \(shown(why))" }
             if let why = source.standby { text += ", standing by: \(shown(why))" }
         }

@@ -208,9 +208,12 @@ struct GetCommand: AsyncParsableCommand {
         logger.logLevel =
             ProcessInfo.processInfo.environment["METERWISE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let download = Download(request: request, logger: logger)
+        // Each source takes the proxy its own URL gets: one choice is named, several are listed per source.
+        let choices = (request.mirrors?.sources.map(\.url) ?? [url]).map { request.proxy.server(for: $0) }
         let printer = ProgressPrinter(
             mode: json ? .json : (isatty(STDERR_FILENO) == 1 ? .tty : .plain),
-            url: shownURL, destination: request.destination, proxy: request.proxy.server(for: url)?.description
+            url: shownURL, destination: request.destination, proxy: request.proxy.server(for: url)?.description,
+            proxiesDiffer: Set(choices).count > 1
         )
         let signals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { signals.stop() }

@@ -16,19 +16,24 @@ final class ProgressPrinter: Sendable {
     let mode: Mode
     let url: String
     let destination: String
-    /// The proxy requests go through (its URL, password redacted); nil when direct.
+    /// The proxy requests go through (its URL, password redacted); nil when direct. With several sources, the
+    /// first URL's.
     let proxy: String?
+    /// Whether the sources of the download go through different proxies, or some direct (`no_proxy`): each
+    /// one's is then in the sources list.
+    let proxiesDiffer: Bool
     private let last = Mutex<(time: Double, barShown: Bool)>((-10, false))
     private let paused = Mutex<Int64?>(nil)
 
     /// The bytes on disk when the download paused (its `.paused` event), nil before one.
     var pausedBytes: Int64? { paused.withLock { $0 } }
 
-    init(mode: Mode, url: String, destination: String, proxy: String? = nil) {
+    init(mode: Mode, url: String, destination: String, proxy: String? = nil, proxiesDiffer: Bool = false) {
         self.mode = mode
         self.url = url
         self.destination = destination
         self.proxy = proxy
+        self.proxiesDiffer = proxiesDiffer
     }
 
     static func now() -> Double {
@@ -86,7 +91,10 @@ final class ProgressPrinter: Sendable {
         case .started(let total, let resumed, let segments):
             let size = total.map(Units.formatBytes) ?? "unknown size"
             let from = resumed > 0 ? ", resuming at \(Units.formatBytes(resumed))" : ""
-            let via = proxy.map { " via the proxy \($0)" } ?? ""
+            let via =
+                proxiesDiffer
+                ? ", each source through its own proxy or direct (no_proxy)"
+                : proxy.map { " via the proxy \($0)" } ?? ""
             line(
                 "Downloading \(url) -> \(destination)\(via) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))"
             )
@@ -133,7 +141,8 @@ final class ProgressPrinter: Sendable {
             for source in list {
                 let state =
                     source.dropped.map { "dropped: \($0)" } ?? source.standby.map { "standing by: \($0)" } ?? "used"
-                line("  \(source.url): \(Units.formatBytes(source.bytes)), \(state)")
+                let via = source.proxy.map { " via the proxy \($0)" } ?? ""
+                line("  \(source.url)\(via): \(Units.formatBytes(source.bytes)), \(state)")
             }
         }
         return false
@@ -217,7 +226,7 @@ final class ProgressPrinter: Sendable {
             fields = [
                 ("event", .string("started")), ("total_bytes", total.map { .int($0) } ?? .null),
                 ("resumed_bytes", .int(resumed)), ("segments", .int(Int64(segments))),
-                ("proxy", proxy.map { .string($0) } ?? .null),
+                ("proxy", proxy.map { .string($0) } ?? .null), ("proxies_differ", .bool(proxiesDiffer)),
             ]
         case .progress(let p):
             guard due(every: 0.5) else { return false }
@@ -267,6 +276,7 @@ final class ProgressPrinter: Sendable {
                                 ("url", .string(source.url)), ("bytes", .int(source.bytes)),
                                 ("dropped", source.dropped.map { .string($0) } ?? .null),
                                 ("standby", source.standby.map { .string($0) } ?? .null),
+                                ("proxy", source.proxy.map { .string($0) } ?? .null),
                             ])
                         })
                 ),

@@ -332,12 +332,15 @@ public struct SourceFigures: Sendable, Codable, Hashable {
     /// Why it stands by: the policy prefers other sources (`prefer:`), and it takes work only when those are
     /// dropped; nil while it takes work.
     public var standby: String?
+    /// The proxy its requests go through, a password shown as `<redacted>`; nil: direct.
+    public var proxy: String?
 
-    public init(url: String, bytes: Int64, dropped: String?, standby: String? = nil) {
+    public init(url: String, bytes: Int64, dropped: String?, standby: String? = nil, proxy: String? = nil) {
         self.url = url
         self.bytes = bytes
         self.dropped = dropped
         self.standby = standby
+        self.proxy = proxy
     }
 }
 

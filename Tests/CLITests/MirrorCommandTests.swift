@@ -60,6 +60,42 @@ import Testing
         #expect(sources?.allSatisfy { ($0["bytes"] as? Int ?? 0) > 0 && $0["dropped"] is NSNull } == true)
     }
 
+    /// Sources that `no_proxy` sends different ways: the first line says so rather than naming the first URL's
+    /// proxy, and each source's line (and `--json`'s sources) names its own.
+    @Test(.needsProxy) func eachSourceNamesTheProxyItWentThrough() async throws {
+        let base = try GetCommandTests.directory("mirror-proxies")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let proxy = try Tinyproxy()
+        defer { proxy.stop() }
+        let content = RangeContent.generated(size: 2 << 20, seed: 93)
+        let a = try await RangeServer.start(content: content)
+        let b = try await RangeServer.start(content: content)
+        let proxied = a.url("/f.bin")
+        let direct = "http://localhost:\(b.port)/f.bin"
+        func get(_ name: String, _ extra: [String]) throws -> BinaryRun {
+            try BinaryRun.run(
+                [
+                    "-c", "no_proxy=localhost exec \"$@\"", "sh", RepoPaths.binary, "get", proxied, direct,
+                    "--proxy", proxy.url, "-o", base.appendingPathComponent(name).path,
+                ] + extra, executable: "/bin/sh")
+        }
+        let json = try get("json.bin", ["--json"])
+        let text = try get("text.bin", [])
+        try await a.shutdown()
+        try await b.shutdown()
+        #expect(json.status == 0 && text.status == 0, "\(json.stdout)\(json.stderr)\(text.stderr)")
+        let events = Self.events(json.stdout)
+        #expect(events.first { $0["event"] as? String == "started" }?["proxies_differ"] as? Bool == true)
+        let sources =
+            events.last { $0["event"] as? String == "sources" }?["sources"] as? [[String: Any]] ?? []
+        #expect(sources.first { ($0["url"] as? String) == proxied }?["proxy"] as? String == proxy.url, "\(sources)")
+        #expect(sources.first { ($0["url"] as? String) == direct }?["proxy"] is NSNull, "\(sources)")
+        #expect(text.stderr.contains("each source through its own proxy or direct"), "\(text.stderr)")
+        #expect(!text.stderr.contains("-> \(base.path)/text.bin via the proxy"), "\(text.stderr)")
+        #expect(text.stderr.contains("\(proxied) via the proxy \(proxy.url):"), "\(text.stderr)")
+        #expect(text.stderr.contains("\(direct):"), "\(text.stderr)")
+    }
+
     @Test func aMetalinkFileNamesTheOutputAndItsPiecesAreChecked() async throws {
         let base = try GetCommandTests.directory("meta4")
         defer { try? FileManager.default.removeItem(at: base) }

@@ -269,6 +269,9 @@ struct MirrorTests {
         #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
         let reports = Self.sources(events)
         #expect(reports.allSatisfy { $0.bytes > 0 && $0.dropped == nil }, "\(reports)")
+        // Each source's report names its own choice: `status` and `get --json` no longer say the first URL's.
+        #expect(reports.first { $0.url.contains("127.0.0.1") }?.proxy == proxy.url, "\(reports)")
+        #expect(reports.first { $0.url.contains("localhost") }.map { $0.proxy == nil } == true, "\(reports)")
         #expect(proxy.connects.contains("127.0.0.1:\(proxied.port)"), "\(proxy.log)")
         #expect(!proxy.connects.contains { $0.hasPrefix("localhost:") }, "the no_proxy source went through the proxy")
         #expect(direct.requestCount >= 2)

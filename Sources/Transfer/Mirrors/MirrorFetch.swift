@@ -138,7 +138,8 @@ final class MirrorFetch: Sendable {
                 let aside = source.parked.map { "\(MirrorRun.clause($0)); it joins when that changes" }
                 return SourceReport(
                     url: source.display, bytes: source.bytes, dropped: source.dropped,
-                    standby: source.dropped == nil && !working.contains(i) ? aside ?? source.standby : nil)
+                    standby: source.dropped == nil && !working.contains(i) ? aside ?? source.standby : nil,
+                    proxy: run.clients.proxy(for: source.url)?.description)
             } + notUsed
         }
     }
@@ -645,11 +646,14 @@ public struct SourceReport: Sendable, Equatable {
     public var dropped: String?
     /// Why it stands by (it takes work when the preferred sources are dropped); nil while it takes work.
     public var standby: String?
+    /// The proxy its requests go through (`no_proxy` may differ per source), credentials left out; nil: direct.
+    public var proxy: String?
 
-    public init(url: String, bytes: Int64, dropped: String? = nil, standby: String? = nil) {
+    public init(url: String, bytes: Int64, dropped: String? = nil, standby: String? = nil, proxy: String? = nil) {
         self.url = url
         self.bytes = bytes
         self.dropped = dropped
         self.standby = standby
+        self.proxy = proxy
     }
 }

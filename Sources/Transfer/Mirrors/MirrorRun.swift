@@ -185,7 +185,10 @@ struct MirrorRun: Sendable {
         for dropped in sources where dropped.problem != nil {
             download.sink.yield(.warning("Not using \(dropped.display): \(Self.clause(dropped.problem ?? ""))."))
             // Listed with the others (`status`, the sources event), with why.
-            refused.append(SourceReport(url: dropped.display, bytes: 0, dropped: dropped.problem))
+            refused.append(
+                SourceReport(
+                    url: dropped.display, bytes: 0, dropped: dropped.problem,
+                    proxy: clients.proxy(for: dropped.url)?.description))
         }
         guard !live.isEmpty else {
             throw TransferError(

@@ -74,13 +74,19 @@ final class SourceClients: Sendable {
     /// absolute-form request for an http:// URL through an HTTP proxy. With a client the caller gave, every
     /// URL takes the first URL's choice.
     func route(for url: String) -> (client: HTTPClient, proxy: ProxyServer?, forwarded: ForwardedRequest?) {
-        let request = download.request
-        let proxy = request.proxy.server(for: canMake ? url : request.url)
+        let proxy = proxy(for: url)
         let sender = sender(for: url)
         let forwarded =
             sender.forwarder == nil || proxy?.kind != .http
             ? nil : proxy.flatMap { ForwardedRequest.make(url, through: $0) }
         return (forwarded == nil ? sender.client : sender.forwarder ?? sender.client, proxy, forwarded)
+    }
+
+    /// The proxy requests for `url` go through (nil: direct): its own choice, or with a client the caller
+    /// gave, the first URL's.
+    func proxy(for url: String) -> ProxyServer? {
+        let request = download.request
+        return request.proxy.server(for: canMake ? url : request.url)
     }
 
     /// Shuts down the clients made here (not the download's own).
