@@ -4,7 +4,7 @@ import NIOCore
 import Synchronization
 
 /// Moves disk writes, hashing and checkpoints off the network path, on serial dispatch queues:
-/// the writer queue `pwrite`s buffers (at most about 1 MiB queued, then `write` waits) and feeds the
+/// the writer queue `pwrite`s buffers (at most about 512 KiB queued, then `write` waits) and feeds the
 /// chunks' CRC-32C; the digest queue feeds the in-order whole-file sha256 when one is wanted; the
 /// checkpoint queue starts write-back early and makes the data durable (fdatasync) before it writes
 /// the checkpoint that describes it, while the writer queue goes on writing.
@@ -36,7 +36,7 @@ final class FileWriter: Sendable {
 
     init(
         file: PartialFile, directory: OutputDirectory, checkpointName: String, everyBytes: Int64, every: Duration,
-        limit: Int = 1 << 20,
+        limit: Int = 1 << 19,
         makeCheckpoint: @escaping @Sendable ([Checkpoint.Piece]) -> Checkpoint?,
         onCheckpoint: @escaping @Sendable (Int64) -> Void
     ) {
