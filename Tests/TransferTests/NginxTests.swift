@@ -79,6 +79,36 @@ struct NginxTests {
         }
     }
 
+    /// A paused download's checkpoint keeps no password and no query (a presigned signature), and the same URL
+    /// resumes from it; so does the URL signed again (another query).
+    @Test func theCheckpointKeepsNoPasswordOrSignature() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let root = fixture.path("www")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try "mirror:{PLAIN}hunter2secret\n".write(toFile: fixture.path("htpasswd"), atomically: true, encoding: .utf8)
+        let sha = try Self.writeRandom(root + "/object.bin", size: Self.size, seed: 15)
+        let nginx = try Nginx(
+            root: root,
+            location: "limit_rate 16m; auth_basic \"mirror\"; auth_basic_user_file \(fixture.path("htpasswd"));")
+        defer { nginx.stop() }
+        let secret = nginx.url("/object.bin").replacingOccurrences(of: "://", with: "://mirror:hunter2secret@")
+        var request = DownloadRequest(
+            url: secret + "?X-Signature=sig0123456789", destination: fixture.path("out.bin"), segments: 2)
+        request.computeSHA256 = true
+        request.chunkSize = 1 << 20
+        let (first, _) = try await Fixture.runPausing(Download(request: request), at: 4 << 20)
+        #expect(first == .paused)
+        let saved = try String(contentsOfFile: request.checkpointPath, encoding: .utf8)
+        #expect(!saved.contains("hunter2secret") && !saved.contains("sig0123456789"), "\(saved)")
+        #expect(saved.contains("<redacted>@127.0.0.1"), "\(saved)")
+        request.url = secret + "?X-Signature=signedagain"
+        let (second, _) = try await Fixture.runCollecting(Download(request: request))
+        #expect(second.result?.sha256 == sha)
+        #expect((second.result?.resumedBytes ?? 0) >= 2 << 20, "\(String(describing: second.result))")
+        #expect(Fixture.sha256(file: request.destination) == sha)
+    }
+
     @Test func objectReplacedBetweenRunsGivesTheNewObject() async throws {
         try await withNginx(location: "limit_rate 16m;") { nginx, fixture in
             _ = try Self.writeRandom(nginx.root + "/object.bin", size: Self.size, seed: 12)

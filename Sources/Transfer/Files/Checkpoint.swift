@@ -54,7 +54,9 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     public var format: String
     /// The format version (`currentVersion` when written by this code).
     public var version: Int
-    /// The GET URL, query intact (it may carry a signature: the file is created 0600).
+    /// The GET URL with its credentials and query redacted (`RedactedURL.redact`): enough to tell a checkpoint
+    /// for another URL, no password or presigned signature. Checkpoints written before 2026-11-27 hold it intact
+    /// (the file is created 0600).
     public var url: String
     /// The final path, absolute (the directory as the kernel resolved it). Checkpoints written before
     /// 2026-11 hold the path as typed, possibly relative (see `isFor(destination:)`).
@@ -78,7 +80,8 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     /// The object's Content-Type as its server said it, when it did: an HTML page where the object is not one
     /// is a captive portal's (`Interception`). Absent in checkpoints written before 2026-11-26.
     public var contentType: String?
-    /// Where the bytes came from: the URL that answered the first body (after redirects), query left out. A
+    /// Where the bytes came from: the URL that answered the first body (after redirects), credentials and query
+    /// left out (`AnswerPath.place`). A
     /// whole answer to a range request from elsewhere is not the object's server. Absent before 2026-11-26.
     public var source: String?
 

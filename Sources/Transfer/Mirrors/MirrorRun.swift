@@ -224,8 +224,10 @@ struct MirrorRun: Sendable {
         var verified: [Bool] = []
         var crcs: [UInt32] = []
         var written: [Range<Int64>] = []
+        // Keyed by the URL as the record keeps it: no password, no presigned signature (`RedactedURL.redact`).
         let validators = Dictionary(
-            live.map { ($0.url, Self.validatorText($0.validators)) }, uniquingKeysWith: { (a: String, _: String) in a })
+            live.map { (RedactedURL.redact($0.url), Self.validatorText($0.validators)) },
+            uniquingKeysWith: { (a: String, _: String) in a })
         // The earlier run's record, when it is for this file, these pieces and this check.
         let found = partial.created ? nil : PieceRecord.read(directory, names.pieceRecord)
         var record = found.flatMap { r in
@@ -247,8 +249,10 @@ struct MirrorRun: Sendable {
         if let found = record, case .crc32c = check {
             // Without piece hashes the pieces are the sources' bytes: a source that says another version now, or
             // no source of the earlier run answering, means the partial cannot be trusted.
-            let known = live.filter { found.sources[$0.url] != nil }
-            let changed = known.first { found.sources[$0.url] != validators[$0.url] }
+            // Records written before 2026-11-27 keep each URL whole.
+            let recorded = { (url: String) in found.sources[RedactedURL.redact(url)] ?? found.sources[url] }
+            let known = live.filter { recorded($0.url) != nil }
+            let changed = known.first { recorded($0.url) != validators[RedactedURL.redact($0.url)] }
             if let changed {
                 download.sink.yield(
                     .warning(

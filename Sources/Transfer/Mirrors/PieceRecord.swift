@@ -19,8 +19,9 @@ struct PieceRecord: Sendable, Equatable {
     var verified: [Bool]
     /// Per piece, the CRC-32C recorded when the check is `crc32c` (0 for pieces not verified); empty otherwise.
     var crcs: [UInt32] = []
-    /// Each source's validator when the record was written (URL → `etag` and `last-modified`, "" for none): a
-    /// resumed run without piece hashes starts over when a source says the file changed.
+    /// Each source's validator when the record was written (URL, its credentials and query redacted → `etag` and
+    /// `last-modified`, "" for none): a resumed run without piece hashes starts over when a source says the file
+    /// changed.
     var sources: [String: String] = [:]
     /// Bytes written of pieces not yet verified (pieces left part way), each with its CRC-32C: a resumed run keeps
     /// those that still match and fetches only the rest of their pieces.

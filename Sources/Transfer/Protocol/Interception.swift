@@ -7,7 +7,7 @@ public struct AnswerPath: Sendable, Equatable {
     public var answered: String
     /// How many redirects led there.
     public var redirects: Int
-    /// Where the object's bytes came from before (the answering URL of the first body, query left out);
+    /// Where the object's bytes came from before (the answering URL of the first body, as a `place`);
     /// nil when nothing was received yet.
     public var source: String?
 
@@ -19,18 +19,17 @@ public struct AnswerPath: Sendable, Equatable {
         self.source = source
     }
 
-    /// A URL as a place: scheme, authority and path, without query or fragment (signatures change, the
-    /// object does not).
+    /// A URL as a place: scheme, host and path, without credentials, query or fragment (signatures change,
+    /// the object does not; and it is kept in the checkpoint, which keeps no password).
     public static func place(_ url: String) -> String {
-        var end = url.endIndex
-        if let mark = url.firstIndex(where: { $0 == "?" || $0 == "#" }) { end = mark }
-        return String(url[..<end])
+        RedactedURL.resumeKey(url)
     }
 
     /// Whether a redirect led to another place than the one the bytes came from (the request's own place
     /// when nothing came yet).
     public var ledElsewhere: Bool {
-        redirects > 0 && Self.place(answered) != (source ?? Self.place(requested))
+        // A checkpoint written before 2026-11-27 kept the source with its credentials.
+        redirects > 0 && Self.place(answered) != Self.place(source ?? requested)
     }
 }
 

@@ -13,7 +13,7 @@ public enum ResumeDecision {
     /// - Parameters:
     ///   - checkpoint: the decoded checkpoint, nil when there is none.
     ///   - unreadable: a checkpoint file exists but does not decode.
-    ///   - url: the request's URL: a checkpoint for another URL (its query aside: presigned signatures
+    ///   - url: the request's URL: a checkpoint for another URL (its credentials and query aside: presigned signatures
     ///     change) is not resumed.
     ///   - destination: the request's final path, absolute (`Checkpoint.isFor(destination:)`).
     ///   - resumeUnvalidated: the user's `--resume-unvalidated`.
@@ -35,7 +35,7 @@ public enum ResumeDecision {
         }) {
             return .discard(.damagedCheckpoint)
         }
-        if RedactedURL.withoutQuery(cp.url) != RedactedURL.withoutQuery(url) { return .discard(.otherURL) }
+        if RedactedURL.resumeKey(cp.url) != RedactedURL.resumeKey(url) { return .discard(.otherURL) }
         if cp.pieces.isEmpty { return .fresh }
         guard cp.acceptRanges else { return .discard(.rangeIgnored) }
         // A server whose ETag changes for the same bytes may leave no validator: the run proves the content

@@ -14,6 +14,13 @@ public enum RedactedURL {
         String(url.prefix { $0 != "?" && $0 != "#" })
     }
 
+    /// What tells whether a partial file was written for a URL (`Checkpoint.url`, a multi-source record's
+    /// sources): the URL without its credentials, query and fragment. A checkpoint keeps only this much of a URL
+    /// (`redact`), so it holds no password and no presigned signature, and a URL signed again still matches.
+    static func resumeKey(_ url: String) -> String {
+        withoutQuery(withoutCredentials(url))
+    }
+
     /// `scheme://user:password@host/...` with the credentials replaced by `<redacted>`.
     public static func withoutCredentials(_ url: String) -> String {
         guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }

@@ -275,7 +275,7 @@ final class DownloadBoard: Sendable {
             let segments = s.plan.active.values.map { Checkpoint.SegmentRecord(start: $0.next, end: $0.end) }
                 .sorted { $0.start < $1.start }
             var checkpoint = Checkpoint(
-                url: url, destination: destination, validators: known.validators, totalBytes: total,
+                url: RedactedURL.redact(url), destination: destination, validators: known.validators, totalBytes: total,
                 acceptRanges: s.acceptRanges, chunkSize: s.plan.chunkSize, segments: segments, pieces: pieces
             )
             checkpoint.unstableETag = s.unstableETag ? true : nil
