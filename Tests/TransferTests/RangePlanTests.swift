@@ -262,4 +262,20 @@ struct ResumeDecisionTests {
             checkpoint: Self.checkpoint(), unreadable: false, url: url, destination: "/tmp/f", resumeUnvalidated: false)
         #expect(action == expected, "\(url)")
     }
+
+    /// A checkpoint with credentials: written redacted now, whole before 2026-11-27; either resumes the URL with
+    /// its credentials and another signature, and neither resumes another host's.
+    @Test(arguments: [
+        ("http://<redacted>@h/f?<redacted>", "http://u:p@h/f?sig=2", true),
+        ("http://u:p@h/f?sig=1", "http://u:p@h/f?sig=2", true),
+        ("http://<redacted>@h/f?<redacted>", "http://u:p@evil/f?sig=2", false),
+        ("http://<redacted>@h/f", "http://h/f", false),
+    ])
+    func aCheckpointWithCredentialsNamesTheURLWithoutThem(_ saved: String, _ url: String, _ resumes: Bool) {
+        var cp = Self.checkpoint()
+        cp.url = saved
+        let action = ResumeDecision.decide(
+            checkpoint: cp, unreadable: false, url: url, destination: "/tmp/f", resumeUnvalidated: false)
+        #expect(action == (resumes ? .resume(cp) : .discard(.otherURL)), "\(saved) for \(url)")
+    }
 }
