@@ -19,7 +19,7 @@ final class ProgressPrinter: Sendable {
     /// The proxy requests go through (its URL, password redacted); nil when direct. With several sources, the
     /// first URL's.
     let proxy: String?
-    /// Whether the sources of the download go through different proxies, or some direct (`no_proxy`): each
+    /// Whether the sources of the download go through different proxies, or some direct: each
     /// one's is then in the sources list.
     let proxiesDiffer: Bool
     private let last = Mutex<(time: Double, barShown: Bool)>((-10, false))
@@ -93,7 +93,7 @@ final class ProgressPrinter: Sendable {
             let from = resumed > 0 ? ", resuming at \(Units.formatBytes(resumed))" : ""
             let via =
                 proxiesDiffer
-                ? ", each source through its own proxy or direct (no_proxy)"
+                ? ", each source through its own proxy or direct"
                 : proxy.map { " via the proxy \($0)" } ?? ""
             line(
                 "Downloading \(url) -> \(destination)\(via) (\(size), \(segments) segment\(segments == 1 ? "" : "s")\(from))"

@@ -90,7 +90,7 @@ import Testing
             events.last { $0["event"] as? String == "sources" }?["sources"] as? [[String: Any]] ?? []
         #expect(sources.first { ($0["url"] as? String) == proxied }?["proxy"] as? String == proxy.url, "\(sources)")
         #expect(sources.first { ($0["url"] as? String) == direct }?["proxy"] is NSNull, "\(sources)")
-        #expect(text.stderr.contains("each source through its own proxy or direct"), "\(text.stderr)")
+        #expect(text.stderr.contains("each source through its own proxy or direct ("), "\(text.stderr)")
         #expect(!text.stderr.contains("-> \(base.path)/text.bin via the proxy"), "\(text.stderr)")
         #expect(text.stderr.contains("\(proxied) via the proxy \(proxy.url):"), "\(text.stderr)")
         #expect(text.stderr.contains("\(direct):"), "\(text.stderr)")

@@ -132,6 +132,13 @@ struct MirrorTests {
                 #expect(Fixture.sha256(file: request.destination) == m.sha)
                 let reports = Self.sources(events)
                 #expect(reports.first { $0.url == m.url(0) }?.dropped == nil, "\(reports)")
+                // Once the piece failed, the bad mirror is found out: it fails the piece alone, or the good one's
+                // whole copy matches and it was the other writer.
+                let failed = events.contains {
+                    if case .warning(let text) = $0 { return text.contains("failed its sha-256 check") }
+                    return false
+                }
+                if failed { #expect(reports.first { $0.url == m.url(1) }?.dropped != nil, "\(reports)") }
                 // Each source keeps the bytes it wrote that were kept: a failed piece takes off what each wrote.
                 #expect(reports.allSatisfy { $0.bytes >= 0 }, "\(reports)")
                 #expect(reports.reduce(0) { $0 + $1.bytes } == Int64(Self.size), "\(reports)")
@@ -491,6 +498,39 @@ struct MirrorTests {
             #expect(result.resumedBytes == paused.bytesDone)
             #expect(result.bytesFetched - result.discardedBytes == Int64(Self.size) - paused.bytesDone)
             #expect(result.refetchedBytes == 0)
+        }
+    }
+
+    /// The record keeps each source without credentials or query; one written before 2026-11-27 kept them whole.
+    /// Either way a resume with the URLs signed again (another query) finds the earlier run's sources and keeps
+    /// the partial, where the whole old keys matched no URL signed again and it started over.
+    @Test func aRecordFindsItsSourcesWhenTheirURLsAreSignedAgain() async throws {
+        try await Self.withMirrors(locations: Self.slow) { m in
+            var set = m.set(pieces: false)
+            set.sources = m.urls.map { MirrorSet.Source(url: "http://u:hunter2@" + $0.dropFirst(7) + "?sig=one") }
+            var request = m.request(set)
+            let (first, _) = try await Fixture.runPausing(Download(request: request), at: 3 << 20)
+            #expect(first == .paused)
+            let recordPath = m.destination + ".mirror-part.pieces"
+            var record = try #require(PieceRecord.decode(Array(try Data(contentsOf: URL(fileURLWithPath: recordPath)))))
+            #expect(!record.sources.isEmpty)
+            #expect(record.sources.keys.allSatisfy { !$0.contains("hunter2") && !$0.contains("sig=one") })
+            // As the record was written before.
+            record.sources = Dictionary(
+                uniqueKeysWithValues: record.sources.map {
+                    (
+                        $0.key.replacingOccurrences(of: "<redacted>@", with: "u:hunter2@")
+                            .replacingOccurrences(of: "?<redacted>", with: "?sig=one"), $0.value
+                    )
+                })
+            try Data(record.encoded()).write(to: URL(fileURLWithPath: recordPath))
+            set.sources = set.sources.map { MirrorSet.Source(url: $0.url.replacingOccurrences(of: "one", with: "two")) }
+            request = m.request(set)
+            let (second, events) = try await Fixture.runCollecting(Download(request: request))
+            let result = try #require(second.result)
+            #expect(result.sha256 == m.sha)
+            #expect(result.resumedBytes >= 2 << 20, "\(result)")
+            #expect(!Self.warned(events, "starting over"), "\(events)")
         }
     }
 

@@ -102,6 +102,17 @@ struct NginxTests {
         let saved = try String(contentsOfFile: request.checkpointPath, encoding: .utf8)
         #expect(!saved.contains("hunter2secret") && !saved.contains("sig0123456789"), "\(saved)")
         #expect(saved.contains("<redacted>@127.0.0.1"), "\(saved)")
+        // A checkpoint written before 2026-11-27 kept both whole: it resumes, and the next one keeps neither.
+        var old = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: request.checkpointPath)))
+                as? [String: Any])
+        old["url"] = request.url
+        old["source"] = request.url
+        try JSONSerialization.data(withJSONObject: old).write(to: URL(fileURLWithPath: request.checkpointPath))
+        let (again, _) = try await Fixture.runPausing(Download(request: request), at: 8 << 20)
+        #expect(again == .paused)
+        let rewritten = try String(contentsOfFile: request.checkpointPath, encoding: .utf8)
+        #expect(!rewritten.contains("hunter2secret") && !rewritten.contains("sig0123456789"), "\(rewritten)")
         request.url = secret + "?X-Signature=signedagain"
         let (second, _) = try await Fixture.runCollecting(Download(request: request))
         #expect(second.result?.sha256 == sha)

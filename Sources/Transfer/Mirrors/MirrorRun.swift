@@ -249,8 +249,11 @@ struct MirrorRun: Sendable {
         if let found = record, case .crc32c = check {
             // Without piece hashes the pieces are the sources' bytes: a source that says another version now, or
             // no source of the earlier run answering, means the partial cannot be trusted.
-            // Records written before 2026-11-27 keep each URL whole.
-            let recorded = { (url: String) in found.sources[RedactedURL.redact(url)] ?? found.sources[url] }
+            // Records written before 2026-11-27 keep each URL whole: read as this run writes them.
+            let earlier = Dictionary(
+                found.sources.map { (RedactedURL.redact($0.key), $0.value) },
+                uniquingKeysWith: { (a: String, _: String) in a })
+            let recorded = { (url: String) in earlier[RedactedURL.redact(url)] }
             let known = live.filter { recorded($0.url) != nil }
             let changed = known.first { recorded($0.url) != validators[RedactedURL.redact($0.url)] }
             if let changed {
@@ -262,7 +265,7 @@ struct MirrorRun: Sendable {
             } else if known.isEmpty {
                 download.sink.yield(
                     .warning(
-                        "No source of the earlier run answered, and without piece hashes the partial cannot be checked: starting over."
+                        "None of the sources that answered is one the partial came from, and without piece hashes it cannot be checked: starting over."
                     ))
                 record = nil
             }

@@ -182,7 +182,8 @@ struct DownloadRun: Sendable {
             known = KnownObject(
                 validators: cp.validators, total: cp.totalBytes,
                 contentType: cp.contentType.map { String($0.prefix(200)) },
-                source: cp.source.map { String($0.prefix(4096)) })
+                // A checkpoint written before 2026-11-27 kept the source with its credentials: not written back.
+                source: cp.source.map { AnswerPath.place(String($0.prefix(4096))) })
             acceptRanges = cp.acceptRanges
             resumed = good.reduce(0) { $0 + $1.length }
             logger.info(
