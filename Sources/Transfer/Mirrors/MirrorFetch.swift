@@ -655,7 +655,8 @@ public struct SourceReport: Sendable, Equatable {
     public var dropped: String?
     /// Why it stands by (it takes work when the preferred sources are dropped); nil while it takes work.
     public var standby: String?
-    /// The proxy its requests go through (`no_proxy` may differ per source), credentials left out; nil: direct.
+    /// The proxy its requests go through (`no_proxy` may differ per source), a password shown as `<redacted>`;
+    /// nil: direct.
     public var proxy: String?
 
     public init(url: String, bytes: Int64, dropped: String? = nil, standby: String? = nil, proxy: String? = nil) {
