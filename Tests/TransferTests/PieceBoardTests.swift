@@ -92,19 +92,6 @@ import Testing
         let again = board.take(source: 1, maxBytes: 100, wholePieces: false, now: start)!
         #expect(again.range == 0..<1000)
         #expect(board.take(source: 0, maxBytes: 100, wholePieces: false)?.range == 1000..<1100)
-        // Sent whole by source 1, it matches: source 0 wrote the bad bytes, and is the one blamed.
-        #expect(board.wrote(again.id, board.reserve(again.id, count: 1000)) == [0])
-        #expect(board.verifiedPiece(0) == 0)
-        #expect(board.whole.isEmpty)
-        // With an earlier run's bytes as the other writer, nobody is blamed.
-        var resumed = PieceBoard(total: 1000, pieceLength: 1000, written: [0..<300])
-        let rest = resumed.take(source: 2, maxBytes: 700, wholePieces: false)!
-        #expect(resumed.wrote(rest.id, resumed.reserve(rest.id, count: 700)) == [0])
-        resumed.finish(rest.id)
-        #expect(resumed.failedPiece(0) == [PieceBoard.earlierRun, 2])
-        let whole = resumed.take(source: 2, maxBytes: 1000)!
-        #expect(resumed.wrote(whole.id, resumed.reserve(whole.id, count: 1000)) == [0])
-        #expect(resumed.verifiedPiece(0) == nil)
         // Not cut inside it by a faster source: the holder keeps the piece; only the rest of a span is stolen.
         var span = PieceBoard(total: 3000, pieceLength: 1000)
         let head = span.take(source: 0, maxBytes: 400, wholePieces: false)!

@@ -39,9 +39,6 @@ struct PieceBoard: Sendable {
     /// Pieces that failed their check with bytes from more than one source (or from an earlier run): each is
     /// fetched again whole by one request, never split, so the source that sends it answers for it alone.
     private(set) var whole: Set<Int> = []
-    /// For each piece in `whole`, the sources that wrote it when it failed (`earlierRun` among them): once one
-    /// source's bytes of it match, the one other writer, if there was exactly one, sent the bad bytes.
-    private var failedMix: [Int: Set<Int>] = [:]
     private var nextID = 0
 
     /// A board for `total` bytes in pieces of `pieceLength`; `verified` marks the pieces a partial file
@@ -291,23 +288,15 @@ struct PieceBoard: Sendable {
     /// Whether request `id` still has bytes to reserve.
     func isOpen(_ id: Int) -> Bool { active[id].map { $0.next < $0.end } ?? false }
 
-    /// Piece `piece` matched its hash. Returns the source its failure blames, when it had failed with bytes
-    /// from two writers and now matched as one of them sent it whole: the other one's bytes were the bad ones.
-    @discardableResult
-    mutating func verifiedPiece(_ piece: Int) -> Int? {
-        guard piece < pieceCount, !verified[piece] else { return nil }
+    /// Piece `piece` matched its hash.
+    mutating func verifiedPiece(_ piece: Int) {
+        guard piece < pieceCount, !verified[piece] else { return }
         verified[piece] = true
         verifiedCount += 1
-        let writers = Set((contributors.removeValue(forKey: piece) ?? [:]).keys)
-        var blamed: Int?
-        if let mixed = failedMix.removeValue(forKey: piece), writers.count == 1 {
-            let others = mixed.subtracting(writers)
-            if others.count == 1, let other = others.first, other != Self.earlierRun { blamed = other }
-        }
+        contributors[piece] = nil
         whole.remove(piece)
         started.remove(piece)
         carried[piece] = nil
-        return blamed
     }
 
     /// Piece `piece` did not match: all of it is pending again. The source that wrote it alone is refused for
@@ -319,7 +308,6 @@ struct PieceBoard: Sendable {
         let sources = Set((contributors.removeValue(forKey: piece) ?? [:]).keys)
         if sources.count > 1 {
             whole.insert(piece)
-            failedMix[piece, default: []].formUnion(sources)
         } else {
             refused[piece, default: []].formUnion(sources)
         }
