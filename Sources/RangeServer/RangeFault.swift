@@ -51,6 +51,10 @@ public enum RangeFault: Sendable {
     case capRanges(Int64)
     /// Send at about `bytesPerSecond` the responses whose body starts at byte `start` (one slow segment).
     case throttleAt(start: Int64, bytesPerSecond: Int)
+    /// Send every byte of a response whose body starts off a multiple of `alignment` changed (XOR 0x5a): a cache
+    /// that keeps whole blocks and spoils what it serves from the middle of one. A response that starts on a
+    /// multiple is right.
+    case corruptUnaligned(alignment: Int64)
 }
 
 extension RangeFault {

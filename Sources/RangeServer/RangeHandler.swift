@@ -93,6 +93,11 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             if allowed > 0 {
                 var buffer = context.channel.allocator.buffer(capacity: Int(allowed))
                 content.write(offset: position, count: Int(allowed), into: &buffer)
+                if plan.corrupt {
+                    buffer.withUnsafeMutableReadableBytes { bytes in
+                        for i in bytes.indices { bytes[i] ^= 0x5a }
+                    }
+                }
                 context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
                 sent += allowed
                 position += allowed

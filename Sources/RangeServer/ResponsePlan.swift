@@ -10,6 +10,8 @@ struct ResponsePlan: Sendable {
     var cutAfter: Int64?
     var reset = false
     var throttle: Int?
+    /// Send the body's bytes changed (`RangeFault.corruptUnaligned`).
+    var corrupt = false
     var index: Int
 
     /// The request's headers that matter.

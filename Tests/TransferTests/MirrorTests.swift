@@ -139,6 +139,43 @@ struct MirrorTests {
         }
     }
 
+    /// A source whose bytes depend on the range asked (a cache that spoils what it serves from the middle of a
+    /// piece) writes part of a piece wrong; the piece, mixed from two sources, fails and is fetched again whole,
+    /// which the liar sends right. The bytes each source wrote of the failed copy are compared with the copy that
+    /// matched: the liar is dropped, the good source is not (blaming "the other writer" dropped the good one).
+    @Test func aMixedPieceThatFailsBlamesTheSourceWhoseBytesDifferFromTheCopyThatMatched() async throws {
+        let size: Int64 = 4 << 20
+        let content = RangeContent.generated(size: size, seed: 45)
+        // The good source is slow, so the liar always ends up taking a span that starts inside the piece.
+        let good = try await RangeServer.start(content: content, faults: [.throttle(bytesPerSecond: 1 << 20)])
+        let liar = try await RangeServer.start(content: content, faults: [.corruptUnaligned(alignment: size)])
+        defer {
+            Task {
+                try? await good.shutdown()
+                try? await liar.shutdown()
+            }
+        }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let digest = Array(SHA256.hash(data: content.allBytes()))
+        var request = DownloadRequest(url: good.url(), destination: fixture.path("out.bin"))
+        request.mirrors = MirrorSet(
+            sources: [MirrorSet.Source(url: good.url()), MirrorSet.Source(url: liar.url())], size: size,
+            hashes: [.sha256: digest], pieces: Metalink.Pieces(kind: .sha256, length: size, hashes: [digest]))
+        request.computeSHA256 = true
+        request.maxRetries = 2
+        let (outcome, events) = try await Fixture.runCollecting(Download(request: request))
+        #expect(outcome.result?.sha256 == content.sha256Hex())
+        #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
+        let bad = liar.requests.filter { $0.start > 0 && $0.bodyBytes > 0 }
+        #expect(!bad.isEmpty, "the liar sent no span from inside the piece: \(liar.requests)")
+        #expect(Self.warned(events, "failed its sha-256 check; it came from"), "the piece never failed mixed")
+        let reports = Self.sources(events)
+        #expect(reports.first { $0.url == good.url() }?.dropped == nil, "\(reports)")
+        let why = reports.first { $0.url == liar.url() }?.dropped ?? ""
+        #expect(why.contains("differ from the copy that matched"), "\(reports)")
+    }
+
     @Test func aCorruptPieceIsFetchedAgainFromAnotherMirrorAndItsSenderDropped() async throws {
         var bad = Self.content
         for i in (5 << 20)..<(6 << 20) { bad[i] ^= 0x5a }

@@ -115,6 +115,56 @@ import Testing
         #expect(span.pending == [0..<1000, 2000..<3000])
     }
 
+    /// A mixed piece that fails keeps each writer's spans with the CRC-32C its failed copy had (`suspects`) until
+    /// the piece matches, through a failed whole fetch; a writer whose CRC-32C could not be read is left out, and a
+    /// piece one source wrote alone keeps none (its sender is refused for it).
+    @Test func aFailedMixedPieceKeepsEachWritersSpansUntilItMatches() {
+        var board = PieceBoard(total: 2000, pieceLength: 1000)
+        let a = board.take(source: 0, maxBytes: 400, wholePieces: false)!
+        let b = board.take(source: 1, maxBytes: 600, wholePieces: false)!
+        _ = board.wrote(a.id, board.reserve(a.id, count: 150))
+        _ = board.wrote(b.id, board.reserve(b.id, count: 600))
+        _ = board.wrote(a.id, board.reserve(a.id, count: 250))
+        #expect(board.spansWritten(ofPiece: 0) == [0: [0..<400], 1: [400..<1000]])
+        board.finish(a.id)
+        board.finish(b.id)
+        #expect(board.failedPiece(0, written: [0: [7], 1: [9]]) == [0, 1])
+        let kept = [
+            PieceBoard.Suspect(source: 0, spans: [0..<400], crcs: [7]),
+            PieceBoard.Suspect(source: 1, spans: [400..<1000], crcs: [9]),
+        ]
+        #expect(board.suspects[0] == kept)
+        #expect(board.spansWritten(ofPiece: 0).isEmpty)
+        // Fetched again whole by source 1, and failing: source 1 is refused for it, the suspects stay.
+        let again = board.take(source: 1, maxBytes: 100, wholePieces: false)!
+        #expect(again.range == 0..<1000)
+        #expect(board.wrote(again.id, board.reserve(again.id, count: 1000)) == [0])
+        board.finish(again.id)
+        #expect(board.failedPiece(0) == [1])
+        #expect(!board.mayServe(1, piece: 0))
+        #expect(board.suspects[0] == kept)
+        let last = board.take(source: 0, maxBytes: 1000)!
+        #expect(board.wrote(last.id, board.reserve(last.id, count: 1000)) == [0])
+        board.finish(last.id)
+        #expect(board.verifiedPiece(0) == kept)
+        #expect(board.suspects.isEmpty)
+        // A writer without a CRC-32C is left out; a piece written by one source keeps none.
+        let c = board.take(source: 0, maxBytes: 500, wholePieces: false)!
+        let d = board.take(source: 1, maxBytes: 500, wholePieces: false)!
+        _ = board.wrote(c.id, board.reserve(c.id, count: 500))
+        _ = board.wrote(d.id, board.reserve(d.id, count: 500))
+        board.finish(c.id)
+        board.finish(d.id)
+        board.failedPiece(1, written: [1: [3]])
+        #expect(board.suspects[1] == [PieceBoard.Suspect(source: 1, spans: [1500..<2000], crcs: [3])])
+        var single = PieceBoard(total: 1000, pieceLength: 1000)
+        let only = single.take(source: 0, maxBytes: 1000)!
+        _ = single.wrote(only.id, single.reserve(only.id, count: 1000))
+        single.finish(only.id)
+        single.failedPiece(0, written: [0: [1]])
+        #expect(single.suspects.isEmpty)
+    }
+
     @Test func aSpanStopsBeforeAPieceItsSourceMayNotServe() {
         var board = PieceBoard(total: 5000, pieceLength: 1000)
         let (id, _) = board.take(source: 0, maxBytes: 5000)!

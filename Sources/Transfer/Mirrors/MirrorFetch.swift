@@ -544,14 +544,19 @@ final class MirrorFetch: Sendable {
                         stream.wrote(raw, at: reserved.lowerBound)
                     }
                     position = reserved.upperBound
-                    let complete = state.withLock { s -> [Int] in
+                    let (complete, readsBack) = state.withLock { s -> ([Int], Bool) in
                         s.written += Int64(reserved.count)
                         s.recordDirty = true
                         s.sources[source].bytes += Int64(reserved.count)
-                        return s.board.wrote(id, reserved)
+                        let complete = s.board.wrote(id, reserved)
+                        // A piece with several writers, or one that failed so before, may be read back (`verify`).
+                        let mixed = complete.contains {
+                            s.board.bytesWritten(ofPiece: $0).count > 1 || s.board.suspects[$0] != nil
+                        }
+                        return (complete, mixed)
                     }
                     let digests = complete.map { (piece: $0, digest: stream.take($0)) }
-                    if digests.contains(where: { $0.digest == nil }) {
+                    if readsBack || digests.contains(where: { $0.digest == nil }) {
                         // Reading a piece back and hashing it takes milliseconds: not on the event loop this
                         // worker runs on (`LoopExecutor`), where it would hold up every connection of the loop.
                         await withTaskExecutorPreference(globalConcurrentExecutor) {
@@ -594,18 +599,30 @@ final class MirrorFetch: Sendable {
         switch check {
         case .hashes:
             if check.matches(piece: piece, digest: known ?? check.digest(fd: fd, range: range)) {
-                state.withLock { s in
-                    s.board.verifiedPiece(piece)
+                let suspects = state.withLock { s in
                     s.recordDirty = true
+                    return s.board.verifiedPiece(piece)
                 }
+                blame(suspects, piece: piece, range: range)
                 return
+            }
+            // A piece with bytes from more than one writer: what each of this run's sources wrote of it is read
+            // back before the piece is fetched again, so that once it matches, the one that sent bad bytes is
+            // known (`blame`).
+            let spans = state.withLock { s -> [Int: [Range<Int64>]] in
+                let bySource = s.board.bytesWritten(ofPiece: piece)
+                return bySource.count > 1 ? s.board.spansWritten(ofPiece: piece) : [:]
+            }
+            let written = spans.compactMapValues { list -> [UInt32]? in
+                let crcs = list.compactMap { PieceCheck.crc32c(fd: fd, range: $0) }
+                return crcs.count == list.count ? crcs : nil
             }
             let (senders, names) = state.withLock { s -> (Set<Int>, [String]) in
                 // Bytes a resumed partial held were fetched by an earlier run: they are fetched again, not thrown
                 // away by this one.
                 let carried = s.board.carriedBytes(ofPiece: piece)
                 let bySource = s.board.bytesWritten(ofPiece: piece)
-                let senders = s.board.failedPiece(piece)
+                let senders = s.board.failedPiece(piece, written: written)
                 let fresh = Int64(range.count) - carried
                 s.written -= fresh
                 s.discarded += fresh
@@ -631,6 +648,24 @@ final class MirrorFetch: Sendable {
                 if piece < s.crcs.count { s.crcs[piece] = crc }
                 s.board.verifiedPiece(piece)
                 s.recordDirty = true
+            }
+        }
+    }
+
+    /// Piece `piece` matched after a copy of it with bytes from several writers failed (`PieceBoard.Suspect`): a
+    /// writer whose bytes in that copy differ from the ones that matched sent bad bytes and is dropped; one whose
+    /// bytes agree is not blamed. (Blaming "the other writer" is wrong: a source whose bytes depend on the range
+    /// asked, a flaky cache, may send the whole piece right and a part of it wrong.)
+    private func blame(_ suspects: [PieceBoard.Suspect], piece: Int, range: Range<Int64>) {
+        for suspect in suspects where suspect.source >= 0 {
+            for (span, crc) in zip(suspect.spans, suspect.crcs) {
+                guard let now = PieceCheck.crc32c(fd: fd, range: span), now != crc else { continue }
+                drop(
+                    suspect.source,
+                    "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) "
+                        + "check; the bytes \(span.lowerBound)-\(span.upperBound - 1) it sent of it differ from the copy "
+                        + "that matched")
+                break
             }
         }
     }

@@ -27,6 +27,18 @@ struct PieceBoard: Sendable {
     private(set) var verifiedCount = 0
     /// The bytes each source wrote of each piece being filled (`earlierRun` for bytes a resumed partial holds).
     private var contributors: [Int: [Int: Int64]] = [:]
+    /// The spans each source of this run wrote of each piece being filled, sorted and disjoint.
+    private var spans: [Int: [Int: [Range<Int64>]]] = [:]
+    /// A source's bytes in a copy of a piece that failed its check with bytes from more than one writer: each span
+    /// it wrote with the CRC-32C it had. When the piece matches, a span whose bytes differ from the copy that
+    /// matched shows that source sent bad bytes (`MirrorFetch` drops it); a span that agrees clears it.
+    struct Suspect: Sendable, Equatable {
+        var source: Int
+        var spans: [Range<Int64>]
+        var crcs: [UInt32]
+    }
+    /// The writers of each failed mixed piece (`Suspect`), until the piece matches.
+    private(set) var suspects: [Int: [Suspect]] = [:]
     /// Pieces with bytes written and not yet verified.
     private var started: Set<Int> = []
     /// Bytes of each piece a resumed partial file held when this run began (not yet verified).
@@ -258,6 +270,13 @@ struct PieceBoard: Sendable {
             guard !overlap.isEmpty else { continue }
             filled[p] += Int64(overlap.count)
             contributors[p, default: [:]][a.source, default: 0] += Int64(overlap.count)
+            var list = spans[p, default: [:]][a.source, default: []]
+            if let last = list.last, last.upperBound == overlap.lowerBound {
+                list[list.count - 1] = last.lowerBound..<overlap.upperBound
+            } else {
+                list.append(overlap)
+            }
+            spans[p, default: [:]][a.source] = list
             started.insert(p)
             if filled[p] == Int64(piece.count) { complete.append(p) }
         }
@@ -279,6 +298,7 @@ struct PieceBoard: Sendable {
         let dropped = filled[p]
         filled[p] = 0
         let bySource = contributors.removeValue(forKey: p) ?? [:]
+        spans[p] = nil
         started.remove(p)
         carried[p] = nil
         giveBack(begun.lowerBound..<a.end)
@@ -288,26 +308,37 @@ struct PieceBoard: Sendable {
     /// Whether request `id` still has bytes to reserve.
     func isOpen(_ id: Int) -> Bool { active[id].map { $0.next < $0.end } ?? false }
 
-    /// Piece `piece` matched its hash.
-    mutating func verifiedPiece(_ piece: Int) {
-        guard piece < pieceCount, !verified[piece] else { return }
+    /// Piece `piece` matched its hash. Returns the writers of its earlier failed copies (`Suspect`), to be checked
+    /// against the bytes that matched.
+    @discardableResult
+    mutating func verifiedPiece(_ piece: Int) -> [Suspect] {
+        guard piece < pieceCount, !verified[piece] else { return [] }
         verified[piece] = true
         verifiedCount += 1
         contributors[piece] = nil
+        spans[piece] = nil
         whole.remove(piece)
         started.remove(piece)
         carried[piece] = nil
+        return suspects.removeValue(forKey: piece) ?? []
     }
 
     /// Piece `piece` did not match: all of it is pending again. The source that wrote it alone is refused for
-    /// it; a piece written by several (or partly by an earlier run) blames none and is fetched again whole by
-    /// one request (`whole`), which then answers for it alone. Returns the sources that wrote it.
+    /// it; a piece written by several (or partly by an earlier run) blames none yet and is fetched again whole by
+    /// one request (`whole`), which then answers for it alone. `written` holds, for such a piece, the CRC-32C of
+    /// each span this run's sources wrote of the failed copy (`spansWritten`, read back before the piece is
+    /// written again): they are kept as `suspects` until the piece matches. Returns the sources that wrote it.
     @discardableResult
-    mutating func failedPiece(_ piece: Int) -> Set<Int> {
+    mutating func failedPiece(_ piece: Int, written: [Int: [UInt32]] = [:]) -> Set<Int> {
         guard piece < pieceCount else { return [] }
         let sources = Set((contributors.removeValue(forKey: piece) ?? [:]).keys)
+        let bySource = spans.removeValue(forKey: piece) ?? [:]
         if sources.count > 1 {
             whole.insert(piece)
+            for (source, list) in bySource.sorted(by: { $0.key < $1.key }) {
+                guard let crcs = written[source], crcs.count == list.count else { continue }
+                suspects[piece, default: []].append(Suspect(source: source, spans: list, crcs: crcs))
+            }
         } else {
             refused[piece, default: []].formUnion(sources)
         }
@@ -320,6 +351,9 @@ struct PieceBoard: Sendable {
 
     /// The bytes each source wrote of `piece` while it is being filled (`earlierRun`: a resumed partial's).
     func bytesWritten(ofPiece piece: Int) -> [Int: Int64] { contributors[piece] ?? [:] }
+
+    /// The spans each of this run's sources wrote of `piece` while it is being filled, sorted and disjoint.
+    func spansWritten(ofPiece piece: Int) -> [Int: [Range<Int64>]] { spans[piece] ?? [:] }
 
     /// Bytes no request holds.
     var pendingBytes: Int64 { pending.reduce(0) { $0 + Int64($1.count) } }
