@@ -96,6 +96,35 @@ import Testing
         #expect(text.stderr.contains("\(direct):"), "\(text.stderr)")
     }
 
+    /// A source forwarded through a proxy that refuses its user name and password (tinyproxy answers 401, not
+    /// 407) is dropped saying the answer came through the proxy and what to check, not as the server's own 401;
+    /// the source that goes direct finishes the file.
+    @Test(.needsProxy) func aSourceWhoseProxyRefusesItsPasswordSaysItCameThroughTheProxy() async throws {
+        let base = try GetCommandTests.directory("mirror-proxy-401")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let proxy = try Tinyproxy(basicAuth: "fleet s3cret")
+        defer { proxy.stop() }
+        let content = RangeContent.generated(size: 2 << 20, seed: 94)
+        let a = try await RangeServer.start(content: content)
+        let b = try await RangeServer.start(content: content)
+        let proxied = a.url("/f.bin")
+        let direct = "http://localhost:\(b.port)/f.bin"
+        let output = base.appendingPathComponent("out.bin").path
+        let run = try BinaryRun.run(
+            [
+                "-c", "no_proxy=localhost exec \"$@\"", "sh", RepoPaths.binary, "get", proxied, direct,
+                "--proxy", "http://fleet:wrong@127.0.0.1:\(proxy.port)", "-o", output,
+            ], executable: "/bin/sh")
+        try await a.shutdown()
+        try await b.shutdown()
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(Self.sha256(file: output) == content.sha256Hex())
+        let said = "it answered HTTP 401 through the proxy http://fleet:<redacted>@127.0.0.1:\(proxy.port)"
+        #expect(run.stderr.contains(said), "\(run.stderr)")
+        #expect(run.stderr.contains("user name and password in its URL; check them"), "\(run.stderr)")
+        #expect(!run.stderr.contains("wrong"), "the password was shown: \(run.stderr)")
+    }
+
     @Test func aMetalinkFileNamesTheOutputAndItsPiecesAreChecked() async throws {
         let base = try GetCommandTests.directory("meta4")
         defer { try? FileManager.default.removeItem(at: base) }

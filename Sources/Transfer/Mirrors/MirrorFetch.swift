@@ -499,9 +499,9 @@ final class MirrorFetch: Sendable {
         case 416:
             return .drop("it refused bytes \(range.lowerBound)-\(range.upperBound - 1) (HTTP 416): its copy is shorter")
         case 408, 425, 429, 500...599:
-            return .again(reason: "it answered HTTP \(status)", progressed: false)
+            return .again(reason: run.answered(status, url: url), progressed: false)
         default:
-            return .drop("it answered HTTP \(status)")
+            return .drop(run.answered(status, url: url))
         }
         let total = state.withLock { $0.board.total }
         let got = Validators(

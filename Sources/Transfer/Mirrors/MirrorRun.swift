@@ -18,6 +18,26 @@ struct MirrorRun: Sendable {
     /// A sender for requests to `url`, through the proxy chosen for it (`no_proxy` may differ per source).
     func sender(for url: String) -> RequestSender { clients.sender(for: url) }
 
+    /// Why a source that answered `status` is not used: "it answered HTTP N", and for an http:// URL forwarded
+    /// through an HTTP proxy, that the answer came through it — a 407 is the proxy's own, and a 401 may be its
+    /// refusal of the user name and password in its URL (tinyproxy answers so).
+    func answered(_ status: Int, url: String) -> String {
+        guard let proxy = clients.proxy(for: url), proxy.kind == .http, RedactedURL.scheme(of: url) == "http" else {
+            return "it answered HTTP \(status)"
+        }
+        switch status {
+        case 407 where proxy.username != nil:
+            return "the proxy \(proxy) refused the user name and password in its URL (407); check them"
+        case 407:
+            return "the proxy \(proxy) asks for a user name and password (407); put them in its URL"
+        case 401 where proxy.username != nil:
+            return "it answered HTTP 401 through the proxy \(proxy), perhaps the proxy's refusal of the user name and "
+                + "password in its URL; check them"
+        default:
+            return "it answered HTTP \(status) through the proxy \(proxy)"
+        }
+    }
+
     /// The piece length without Metalink pieces: 1 MiB, small enough to spread, large enough for few requests;
     /// doubled for very large files so there are never more than 1 Mi pieces (the board keeps a few bytes each).
     static func defaultPieceLength(total: Int64) -> Int64 {
@@ -545,7 +565,7 @@ struct MirrorRun: Sendable {
                 found.problem = "it refused a range request for the first byte (416)"
             }
         default:
-            found.problem = "it answered HTTP \(status)"
+            found.problem = answered(status, url: source.url)
             found.transient = [408, 425, 429].contains(status) || (500...599).contains(status)
         }
         return found
