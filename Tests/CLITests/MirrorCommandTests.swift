@@ -67,22 +67,11 @@ import Testing
         defer { try? FileManager.default.removeItem(at: base) }
         let proxy = try Tinyproxy()
         defer { proxy.stop() }
-        let content = RangeContent.generated(size: 2 << 20, seed: 93)
-        let a = try await RangeServer.start(content: content)
-        let b = try await RangeServer.start(content: content)
-        let proxied = a.url("/f.bin")
-        let direct = "http://localhost:\(b.port)/f.bin"
-        func get(_ name: String, _ extra: [String]) throws -> BinaryRun {
-            try BinaryRun.run(
-                [
-                    "-c", "no_proxy=localhost exec \"$@\"", "sh", RepoPaths.binary, "get", proxied, direct,
-                    "--proxy", proxy.url, "-o", base.appendingPathComponent(name).path,
-                ] + extra, executable: "/bin/sh")
-        }
-        let json = try get("json.bin", ["--json"])
-        let text = try get("text.bin", [])
-        try await a.shutdown()
-        try await b.shutdown()
+        let two = try await ProxiedAndDirect(seed: 93)
+        let (proxied, direct) = (two.proxied, two.direct)
+        let json = try two.get(proxy: proxy.url, output: base.appendingPathComponent("json.bin").path, ["--json"])
+        let text = try two.get(proxy: proxy.url, output: base.appendingPathComponent("text.bin").path)
+        try await two.shutdown()
         #expect(json.status == 0 && text.status == 0, "\(json.stdout)\(json.stderr)\(text.stderr)")
         let events = Self.events(json.stdout)
         #expect(events.first { $0["event"] as? String == "started" }?["proxies_differ"] as? Bool == true)
@@ -104,25 +93,45 @@ import Testing
         defer { try? FileManager.default.removeItem(at: base) }
         let proxy = try Tinyproxy(basicAuth: "fleet s3cret")
         defer { proxy.stop() }
-        let content = RangeContent.generated(size: 2 << 20, seed: 94)
-        let a = try await RangeServer.start(content: content)
-        let b = try await RangeServer.start(content: content)
-        let proxied = a.url("/f.bin")
-        let direct = "http://localhost:\(b.port)/f.bin"
+        let two = try await ProxiedAndDirect(seed: 94)
         let output = base.appendingPathComponent("out.bin").path
-        let run = try BinaryRun.run(
-            [
-                "-c", "no_proxy=localhost exec \"$@\"", "sh", RepoPaths.binary, "get", proxied, direct,
-                "--proxy", "http://fleet:wrong@127.0.0.1:\(proxy.port)", "-o", output,
-            ], executable: "/bin/sh")
-        try await a.shutdown()
-        try await b.shutdown()
+        let run = try two.get(proxy: "http://fleet:wrong@127.0.0.1:\(proxy.port)", output: output)
+        try await two.shutdown()
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
-        #expect(Self.sha256(file: output) == content.sha256Hex())
+        #expect(Self.sha256(file: output) == two.content.sha256Hex())
         let said = "it answered HTTP 401 through the proxy http://fleet:<redacted>@127.0.0.1:\(proxy.port)"
         #expect(run.stderr.contains(said), "\(run.stderr)")
         #expect(run.stderr.contains("user name and password in its URL; check them"), "\(run.stderr)")
         #expect(!run.stderr.contains("wrong"), "the password was shown: \(run.stderr)")
+    }
+
+    /// Two range servers of one 2 MiB file: `get` fetches it from both, the first through `proxy` and the second
+    /// direct (`no_proxy=localhost`).
+    struct ProxiedAndDirect {
+        let content: RangeContent
+        let a: RangeServer
+        let b: RangeServer
+        var proxied: String { a.url("/f.bin") }
+        var direct: String { "http://localhost:\(b.port)/f.bin" }
+
+        init(seed: UInt64) async throws {
+            content = RangeContent.generated(size: 2 << 20, seed: seed)
+            a = try await RangeServer.start(content: content)
+            b = try await RangeServer.start(content: content)
+        }
+
+        func get(proxy: String, output: String, _ extra: [String] = []) throws -> BinaryRun {
+            try BinaryRun.run(
+                [
+                    "-c", "no_proxy=localhost exec \"$@\"", "sh", RepoPaths.binary, "get", proxied, direct,
+                    "--proxy", proxy, "-o", output,
+                ] + extra, executable: "/bin/sh")
+        }
+
+        func shutdown() async throws {
+            try await a.shutdown()
+            try await b.shutdown()
+        }
     }
 
     @Test func aMetalinkFileNamesTheOutputAndItsPiecesAreChecked() async throws {
