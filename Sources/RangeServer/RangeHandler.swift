@@ -14,6 +14,8 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
     var keepAlive = true
     var scheduled = false
     var started = NIODeadline.now()
+    /// Requests answered on this connection.
+    var answered = 0
 
     init(box: ServerBox) { self.box = box }
 
@@ -26,6 +28,11 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let h = head, let server = box.server.withLock({ $0 }) else { return }
             head = nil
+            if answered > 0, server.closesKeptAlive() {
+                context.close(promise: nil)
+                return
+            }
+            answered += 1
             keepAlive = h.isKeepAlive
             let request = ResponsePlan.Request(
                 method: h.method == .HEAD ? "HEAD" : "GET",

@@ -20,6 +20,8 @@ public final class RangeServer: Sendable {
         var lastResponseEnd: ContinuousClock.Instant?
         /// Connections a `mute` fault keeps open; closed by `shutdown()`.
         var muted: [any Channel] = []
+        /// Requests met by closing their kept-alive connection (`closeKeptAlive`).
+        var closedUnanswered = 0
     }
 
     /// The bound port (the kernel's choice when started with port 0).
@@ -42,7 +44,7 @@ public final class RangeServer: Sendable {
     static func initialCount(_ fault: RangeFault) -> Int {
         switch fault {
         case .earlierStart(_, let times), .truncate(_, let times), .reset(_, let times), .unavailable(_, let times),
-            .rangeNotSatisfiable(let times):
+            .rangeNotSatisfiable(let times), .closeKeptAlive(let times):
             return times
         default:
             return Int.max
@@ -102,6 +104,8 @@ public final class RangeServer: Sendable {
     public var requests: [ServedRequest] { state.withLock { $0.requests } }
     /// Body bytes written to sockets, all requests together.
     public var bytesServed: Int64 { state.withLock { $0.bytesServed } }
+    /// Requests met by closing their kept-alive connection, unanswered (`RangeFault.closeKeptAlive`).
+    public var closedUnanswered: Int { state.withLock { $0.closedUnanswered } }
 
     /// Connections open now.
     public var openConnections: Int { state.withLock { $0.openConnections } }
@@ -132,6 +136,18 @@ public final class RangeServer: Sendable {
 
     /// Whether connections go mute once they have sent the object's end (`RangeFault.mute`).
     var mutes: Bool { has { if case .mute = $0 { return true } else { return false } } }
+
+    /// Whether the next request on a kept-alive connection is to be met by closing it (`closeKeptAlive`); counts
+    /// one.
+    func closesKeptAlive() -> Bool {
+        state.withLock { s in
+            guard take(&s, { if case .closeKeptAlive = $0 { return true } else { return false } }) != nil else {
+                return false
+            }
+            s.closedUnanswered += 1
+            return true
+        }
+    }
 
     func responseSent(on channel: any Channel, mute: Bool) {
         state.withLock {

@@ -165,6 +165,30 @@ import Testing
         #expect(single.suspects.isEmpty)
     }
 
+    /// Two connections of one source that write one piece in turn (the last bytes shared out) keep its spans
+    /// sorted and disjoint, joined where they touch: a span each, not one per write.
+    @Test func aSourcesSpansOfAPieceStaySortedAndJoined() {
+        var board = PieceBoard(total: 1000, pieceLength: 1000)
+        let a = board.take(source: 0, maxBytes: 500, wholePieces: false)!
+        let b = board.take(source: 0, maxBytes: 500, wholePieces: false)!
+        #expect(a.range == 0..<500 && b.range == 500..<1000)
+        for _ in 0..<2 {
+            _ = board.wrote(b.id, board.reserve(b.id, count: 100))
+            _ = board.wrote(a.id, board.reserve(a.id, count: 100))
+        }
+        #expect(board.spansWritten(ofPiece: 0) == [0: [0..<200, 500..<700]])
+        _ = board.wrote(a.id, board.reserve(a.id, count: 300))
+        #expect(board.spansWritten(ofPiece: 0) == [0: [0..<700]])
+        var list: [Range<Int64>] = [10..<20, 40..<50]
+        PieceBoard.add(0..<5, to: &list)
+        PieceBoard.add(30..<35, to: &list)
+        PieceBoard.add(20..<30, to: &list)
+        PieceBoard.add(60..<60, to: &list)
+        #expect(list == [0..<5, 10..<35, 40..<50])
+        PieceBoard.add(3..<45, to: &list)
+        #expect(list == [0..<50])
+    }
+
     @Test func aSpanStopsBeforeAPieceItsSourceMayNotServe() {
         var board = PieceBoard(total: 5000, pieceLength: 1000)
         let (id, _) = board.take(source: 0, maxBytes: 5000)!

@@ -270,13 +270,7 @@ struct PieceBoard: Sendable {
             guard !overlap.isEmpty else { continue }
             filled[p] += Int64(overlap.count)
             contributors[p, default: [:]][a.source, default: 0] += Int64(overlap.count)
-            var list = spans[p, default: [:]][a.source, default: []]
-            if let last = list.last, last.upperBound == overlap.lowerBound {
-                list[list.count - 1] = last.lowerBound..<overlap.upperBound
-            } else {
-                list.append(overlap)
-            }
-            spans[p, default: [:]][a.source] = list
+            Self.add(overlap, to: &spans[p, default: [:]][a.source, default: []])
             started.insert(p)
             if filled[p] == Int64(piece.count) { complete.append(p) }
         }
@@ -377,6 +371,25 @@ struct PieceBoard: Sendable {
         } else {
             pending.append(range)
         }
+    }
+
+    /// Adds `range` to `list` (sorted and disjoint), joined to the spans it touches: a source's connections that
+    /// write one piece in turn keep a span each, not one per write.
+    static func add(_ range: Range<Int64>, to list: inout [Range<Int64>]) {
+        guard !range.isEmpty else { return }
+        var index = list.count
+        while index > 0, list[index - 1].lowerBound > range.lowerBound { index -= 1 }
+        var joined = range
+        if index > 0, list[index - 1].upperBound >= joined.lowerBound {
+            index -= 1
+            joined = list[index].lowerBound..<max(list[index].upperBound, joined.upperBound)
+            list.remove(at: index)
+        }
+        while index < list.count, list[index].lowerBound <= joined.upperBound {
+            joined = joined.lowerBound..<max(list[index].upperBound, joined.upperBound)
+            list.remove(at: index)
+        }
+        list.insert(joined, at: index)
     }
 
     /// `ranges` sorted, the empty ones left out and the overlapping or touching ones joined.

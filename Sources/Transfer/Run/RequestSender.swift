@@ -1,4 +1,9 @@
 import AsyncHTTPClient
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One GET outside the segmented downloader (a delta's ranges, a mirror's probe and pieces, a Metalink
 /// file): redirects followed by `RedirectPolicy`, through the download's proxy as its segments go, from the
@@ -23,6 +28,7 @@ struct RequestSender: Sendable {
         var url = url
         var redirects = 0
         var announced = Announced()
+        var askedAgain = 0
         while true {
             // Every URL asked, a redirect's too, is one the caller lets the download reach (`judgeSource`).
             if let judge = request.judgeSource, case .refuse(let why) = await judge(url) {
@@ -41,6 +47,10 @@ struct RequestSender: Sendable {
                 response = try await (forwarded == nil ? client : forwarder ?? client).execute(
                     http, timeout: .seconds(Int64(request.noProgressTimeout.secondsDouble)))
             } catch {
+                if askedAgain < Self.askAgainAtOnce, Self.endedBeforeAnswer(error) {
+                    askedAgain += 1
+                    continue
+                }
                 throw TransferError(
                     .retriesExhausted,
                     "The request for \(RedactedURL.redact(url))\(proxy.map { " through the proxy \($0)" } ?? "") failed: \(FailureText.describe(error)).",
@@ -56,5 +66,20 @@ struct RequestSender: Sendable {
             case .failure(let error): throw error
             }
         }
+    }
+
+    /// How many times a request whose connection ended before any answer (`endedBeforeAnswer`) is asked again at
+    /// once: the pool may hold several connections the server gave up at the same moment (its keep-alive timer
+    /// closes each idle one), and the next one taken may be another of them.
+    static let askAgainAtOnce = 3
+
+    /// Whether `error` is a connection that ended before any answer came: most often a kept-alive connection the
+    /// server or proxy gave up as the request went out (its keep-alive timer). The GET is asked again at once
+    /// (`askAgainAtOnce` times at most), as curl does with a reused connection, rather than counted as the source
+    /// failing and said as a retry.
+    static func endedBeforeAnswer(_ error: any Error) -> Bool {
+        if let client = error as? HTTPClientError, client == .remoteConnectionClosed { return true }
+        if let io = error as? IOError, io.errnoCode == ECONNRESET || io.errnoCode == EPIPE { return true }
+        return false
     }
 }
