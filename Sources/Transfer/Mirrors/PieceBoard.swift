@@ -405,19 +405,5 @@ struct PieceBoard: Sendable {
         return out
     }
 
-    private mutating func giveBack(_ range: Range<Int64>) {
-        guard !range.isEmpty else { return }
-        var spans = pending
-        let index = spans.firstIndex { $0.lowerBound > range.lowerBound } ?? spans.count
-        spans.insert(range, at: index)
-        var merged: [Range<Int64>] = []
-        for span in spans {
-            if let last = merged.last, last.upperBound >= span.lowerBound {
-                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, span.upperBound)
-            } else {
-                merged.append(span)
-            }
-        }
-        pending = merged
-    }
+    private mutating func giveBack(_ range: Range<Int64>) { Self.add(range, to: &pending) }
 }
