@@ -1,5 +1,5 @@
 import ArgumentParser
-import Crypto
+import Digests
 import Foundation
 import Links
 import Policy

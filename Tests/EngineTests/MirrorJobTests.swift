@@ -1,4 +1,4 @@
-import Crypto
+import Digests
 import Engine
 import Foundation
 import MeterwiseClient
