@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.36.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -103,12 +104,6 @@ let package = Package(
         // zsync's block checksums (MD4, the rolling sum) and the seed scan: the hot loop of delta downloads
         // (Transfer only).
         .target(name: "CBlockSums"),
-        // SHA-256 and SHA-1 with the x86 SHA extensions chosen at run time (CDigests), as Swift values (Digests):
-        // the whole-file and per-piece checks of Transfer, and the test servers' content.
-        // Optimized in debug builds too: the tests hash hundreds of MiB, and at -O0 the block functions run
-        // several times slower.
-        .target(name: "CDigests", cSettings: [.unsafeFlags(["-O2"])]),
-        .target(name: "Digests", dependencies: ["CDigests"]),
         // The checkpointed ranged downloader (library product MeterwiseTransfer).
         .target(
             name: "Transfer",
@@ -119,7 +114,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                "Digests",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -131,7 +126,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                "Digests",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The control API's JSON shapes (snake_case) and its client over the Unix socket (which sends nothing
@@ -174,7 +169,7 @@ let package = Package(
                 "ConfigKit",
                 "MeterwiseClient", "CFileCalls", "BlockingIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                "Digests",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -251,7 +246,7 @@ let package = Package(
             dependencies: [
                 "Transfer", "RangeServer", "TestSupport", "CBlockSums",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                "Digests",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -263,13 +258,13 @@ let package = Package(
                 "Engine", "Links", "Policy", "Transfer", "MeterwiseClient", "TestSupport", "RangeServer", "SystemHints",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
-                "Digests",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "CLITests",
             dependencies: [
                 "TestSupport", "Transfer", "MeterwiseClient", "Policy", "Links", "Lab", "Engine",
-                "Digests",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "LabTests", dependencies: ["Lab", "Links", "TestSupport", "RangeServer"]),
     ]

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Digests
+import Crypto
 import Foundation
 import Links
 import Policy

@@ -1,5 +1,5 @@
 import CBlockSums
-import Digests
+import Crypto
 import Foundation
 import TestSupport
 import Testing
@@ -61,7 +61,7 @@ struct DeltaScanTests {
         #expect(control.length == 100_000)
         #expect(control.blockCount == 49)
         #expect(control.sequenceMatches == 2 && control.weakBytes == 3 && control.strongBytes == 5)
-        #expect(control.sha1 == SHA1.hash(data: target).hex)
+        #expect(control.sha1 == Insecure.SHA1.hash(data: target).hex)
         #expect(control.urls == ["t.bin"])
         #expect(control.weakMask == 0x00FF_FFFF)
         #expect(control.range(ofBlock: 48) == 98_304..<100_000)
@@ -341,7 +341,7 @@ enum ZsyncMaker {
             Length: \(target.count)
             Hash-Lengths: \(sequence),\(weakBytes),\(strongBytes)
             URL: t.bin
-            SHA-1: \(SHA1.hash(data: target).hex)
+            SHA-1: \(Insecure.SHA1.hash(data: target).hex)
 
 
             """.utf8)

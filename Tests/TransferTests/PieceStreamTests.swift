@@ -1,4 +1,4 @@
-import Digests
+import Crypto
 import Foundation
 import Testing
 

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import CFileCalls
-import Digests
+import Crypto
 import NIOCore
 import Synchronization
 
@@ -353,7 +353,7 @@ struct DeltaRun: Sendable {
 
     /// The SHA-1 (and sha256 when asked) of the file's first `length` bytes.
     static func digests(fd: Int32, length: Int64, sha256: Bool) -> (sha1: String, sha256: String?) {
-        var sha1 = SHA1()
+        var sha1 = Insecure.SHA1()
         var sha2 = sha256 ? SHA256() : nil
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var at: Int64 = 0

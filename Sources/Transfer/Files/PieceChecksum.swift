@@ -1,4 +1,4 @@
-import Digests
+import Crypto
 
 /// What a checkpoint piece claims about its bytes: a CRC-32C (version 2) or, in checkpoints written
 /// before, a sha256.

@@ -1,4 +1,4 @@
-import Digests
+import Crypto
 import NIOCore
 
 /// The whole-file sha256, fed with the data that arrives in order (`offset == frontier`) on its own

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import CFileCalls
-import Digests
+import Crypto
 
 #if canImport(Glibc)
 import Glibc
@@ -377,7 +377,7 @@ struct MirrorRun: Sendable {
         let wantSHA256 = request.wantsSHA256 || (set.hashes[.sha256] != nil && !piecesProve)
         let wantSHA1 = set.hashes[.sha1] != nil && set.hashes[.sha256] == nil && !piecesProve
         var sha256 = wantSHA256 ? SHA256() : nil
-        var sha1 = wantSHA1 ? SHA1() : nil
+        var sha1 = wantSHA1 ? Insecure.SHA1() : nil
         if sha256 != nil || sha1 != nil {
             guard
                 PieceCheck.read(

@@ -1,4 +1,4 @@
-import Digests
+import Crypto
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +28,7 @@ enum PieceCheck: Sendable {
                 guard Self.read(fd: fd, range: range, into: { hash.update(bufferPointer: $0) }) else { return nil }
                 return Array(hash.finalize())
             case .sha1:
-                var hash = SHA1()
+                var hash = Insecure.SHA1()
                 guard Self.read(fd: fd, range: range, into: { hash.update(bufferPointer: $0) }) else { return nil }
                 return Array(hash.finalize())
             }

@@ -1,4 +1,4 @@
-import Digests
+import Crypto
 
 /// The digests of the pieces one request writes, taken from its bytes on their way to the file, so a piece
 /// the request wrote whole, from its first byte to its last, is checked without reading it back.
@@ -52,7 +52,7 @@ struct PieceStream {
     /// the three is set (each updated in place: a hash moved out of an enum to be updated would be copied).
     struct Hasher {
         private var sha256: SHA256?
-        private var sha1: SHA1?
+        private var sha1: Insecure.SHA1?
         private var crc: CRC32C?
 
         init(_ check: PieceCheck) {
@@ -60,7 +60,7 @@ struct PieceStream {
             case .hashes(let pieces):
                 switch pieces.kind {
                 case .sha256: sha256 = SHA256()
-                case .sha1: sha1 = SHA1()
+                case .sha1: sha1 = Insecure.SHA1()
                 }
             case .crc32c: crc = CRC32C()
             }
