@@ -140,7 +140,9 @@ struct PeerWaitTests {
             #expect(result.sha256 == Self.content.sha256Hex())
             #expect(server.requests.contains { $0.start == 4 << 20 }, "\(server.requests)")
             #expect(took < .seconds(5), "took \(took)")
-            #expect(result.discardedBytes + result.refetchedBytes < 256 << 10, "\(result)")
+            #expect(
+                result.discardedBytes + result.refetchedBytes < 256 << 10,
+                "\(result) \(server.requests.map { "\($0.range ?? "-") \($0.status) \($0.bodyBytes)" })")
         }
     }
 

@@ -51,6 +51,22 @@ struct RequestSpanTests {
         #expect(!RequestSpan.isTooSlow(left: 0, done: 0, elapsed: .seconds(10)))
     }
 
+    /// The wait for a request's first bytes is not its rate: a fast answer delayed by a busy CPU is not cut
+    /// half a second after it was asked (a cut throws away what the kernel holds beyond it).
+    @Test func aRequestIsJudgedOnItsBodyNotOnItsWaitForTheFirstBytes() {
+        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .milliseconds(600), body: nil))
+        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .milliseconds(1900), body: nil))
+        // Nothing written for two seconds: it cannot end within them.
+        #expect(RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .seconds(2), body: nil))
+        #expect(!RequestSpan.isTooSlow(left: 0, asked: .seconds(10), body: nil))
+        // Asked long ago, first bytes just now: not judged yet, whatever the wait.
+        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .seconds(1), body: (0, .milliseconds(100))))
+        // A crawl from its first bytes on: 128 KiB in a second with 2 MiB left is 16 s.
+        #expect(
+            RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .milliseconds(1100), body: (128 << 10, .seconds(1))))
+        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .seconds(3), body: (2 * Self.mib, .seconds(1))))
+    }
+
     @Test func outlandishFiguresNeverTrap() {
         #expect(
             RequestSpan(rate: .infinity, roundTrip: .seconds(1)).bytes(

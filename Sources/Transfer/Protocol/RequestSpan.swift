@@ -39,6 +39,17 @@ public struct RequestSpan: Sendable, Equatable {
         return Double(left) / (Double(done) / elapsed.secondsDouble) > longest.secondsDouble
     }
 
+    /// Whether a request in flight, asked `asked` ago, is too slow to wait for: judged on its body alone
+    /// (`body`: bytes received since its first ones were written, and the time since), never on the wait for
+    /// its first bytes. That wait says nothing of the rate, and on a busy machine a fast answer's first bytes
+    /// can sit in the kernel past half a second while the segment waits for a CPU; a cut then throws away
+    /// what the kernel holds beyond it (hundreds of KiB on loopback). A request that has written nothing for
+    /// `longest` is too slow: it cannot end within it.
+    public static func isTooSlow(left: Int64, asked: Duration, body: (done: Int64, elapsed: Duration)?) -> Bool {
+        guard let body else { return left > 0 && asked >= longest }
+        return isTooSlow(left: left, done: body.done, elapsed: body.elapsed)
+    }
+
     /// The last request's body rate, bytes per second (nil: none measured yet).
     public var rate: Double?
     /// The lowest time to a response head seen on a connection already open (nil: none yet).

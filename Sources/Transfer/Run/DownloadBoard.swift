@@ -13,8 +13,9 @@ final class DownloadBoard: Sendable {
         var parts: @Sendable (Int64) -> Int
         /// The segments this attempt runs, once decided (nil before the first response of a fresh download).
         var segments: Int?
-        /// Where and when each segment's request in flight began (for `RequestSpan.isTooSlow`).
-        var requestStarts: [Int: (next: Int64, at: ContinuousClock.Instant)] = [:]
+        /// Where and when each segment's request in flight began, and its first body bytes were written (for
+        /// `RequestSpan.isTooSlow`).
+        var requestStarts: [Int: RequestStart] = [:]
         var resumedBytes: Int64
         var written: Int64 = 0
         var fetched: Int64 = 0
@@ -38,6 +39,14 @@ final class DownloadBoard: Sendable {
         /// Where the download's URL led through redirects when a body came: later requests of the attempt
         /// start there, as aria2c's do, instead of asking the first server again.
         var redirected: String?
+    }
+
+    /// One request in flight: where and when it began, and where and when its first body bytes were written
+    /// (those bytes not counted: a rate is taken from them on).
+    struct RequestStart {
+        var next: Int64
+        var at: ContinuousClock.Instant
+        var firstWrite: (next: Int64, at: ContinuousClock.Instant)?
     }
 
     let state: Mutex<State>
@@ -137,8 +146,8 @@ final class DownloadBoard: Sendable {
             var slow: Set<Int> = []
             for (id, a) in s.plan.active where id != segment && a.requested > a.next {
                 guard let start = s.requestStarts[id] else { continue }
-                if RequestSpan.isTooSlow(left: a.requested - a.next, done: a.next - start.next, elapsed: now - start.at)
-                {
+                let body = start.firstWrite.map { (done: a.next - $0.next, elapsed: now - $0.at) }
+                if RequestSpan.isTooSlow(left: a.requested - a.next, asked: now - start.at, body: body) {
                     slow.insert(id)
                 }
             }
@@ -171,7 +180,7 @@ final class DownloadBoard: Sendable {
                 probe
                 ? 1 : figures.bytes(segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)
             let upper = s.plan.request(segment: segment, span: span)
-            s.requestStarts[segment] = (next, .now)
+            s.requestStarts[segment] = RequestStart(next: next, at: .now)
             let openEnded = upper == RangePlan.unknownEnd || (s.known == nil && span == nil)
             return (RangeAsk(start: next, last: openEnded ? nil : upper - 1, ranged: true), s.known, hasLocal, hasAll)
         }
@@ -253,7 +262,11 @@ final class DownloadBoard: Sendable {
     var kept: (written: Int64, heads: Int64) { state.withLock { ($0.written, $0.headBytes) } }
 
     func advance(_ segment: Int, to position: Int64, wrote n: Int) {
+        let now = ContinuousClock.now
         state.withLock { s in
+            if s.requestStarts[segment]?.firstWrite == nil {
+                s.requestStarts[segment]?.firstWrite = (s.plan.next(of: segment), now)
+            }
             s.plan.advance(segment: segment, to: position)
             s.written += Int64(n)
         }
