@@ -1,10 +1,10 @@
-/// The scenario `meterwise demo` plays when the user names none: `scenarios/commute.yaml`, built in so an
-/// installed binary needs no file. `ShippedFilesTests` fails the moment the two differ.
+/// The scenario `meterwise demo` plays when the user names none: `docs/scenarios/commute.yaml`, built in so an
+/// installed binary needs no file. `BuiltInCopiesTests` (Tests/PolicyTests/ShippedPoliciesTests.swift) fails the moment the two differ.
 public enum ShippedScenario {
     /// The name the demo shows for it.
-    public static let name = "built-in commute (scenarios/commute.yaml)"
+    public static let name = "built-in commute (docs/scenarios/commute.yaml)"
 
-    /// The text of `scenarios/commute.yaml`, byte for byte.
+    /// The text of `docs/scenarios/commute.yaml`, byte for byte.
     public static let commuteYAML = """
         # Wi-Fi at home, cellular on the train, Wi-Fi at the office.
         name: commute

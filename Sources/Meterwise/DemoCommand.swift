@@ -33,7 +33,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The embedded server's rate per second (default: sized so the download spans the scenario).")
     var rate: String?
 
-    @OptionGroup(title: "Links (default: the built-in scenarios/commute.yaml; the server's rate scales with --speed)")
+    @OptionGroup(
+        title: "Links (default: the built-in docs/scenarios/commute.yaml; the server's rate scales with --speed)")
     var linkSource: LinkSourceOptions
 
     @Option(help: "Download this URL instead of starting the embedded server (with --links netlink).")

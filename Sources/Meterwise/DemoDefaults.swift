@@ -7,7 +7,7 @@ import Policy
 /// The demo's inputs when the user names none: the shipped scenario and the policy `PolicyLocator` finds,
 /// so `meterwise demo` works from any folder.
 enum DemoDefaults {
-    /// The scenario the demo plays without `--scenario FILE`: the built-in `scenarios/commute.yaml`.
+    /// The scenario the demo plays without `--scenario FILE`: the built-in `docs/scenarios/commute.yaml`.
     static func builtInScenario() throws -> Scenario {
         do {
             return try ScenarioParser.parse(ShippedScenario.commuteYAML, file: ShippedScenario.name)

@@ -37,8 +37,8 @@ struct LabCommand: AsyncParsableCommand {
         case get
     }
 
-    @Argument(help: "The scenario file.")
-    var scenario = "scenarios/commute.yaml"
+    @Argument(help: "The scenario file (default: the built-in commute scenario, as `meterwise demo` plays it).")
+    var scenario: String?
 
     @Flag(help: "Print the summary as one JSON object on the last stdout line.")
     var json = false
@@ -112,7 +112,8 @@ struct LabCommand: AsyncParsableCommand {
         guard getuid() == 0 else {
             Output.error(
                 "meterwise lab: needs root to create network namespaces; run it with sudo: "
-                    + "sudo \(CommandLine.arguments[0]) lab \(scenario)")
+                    + "sudo \(([CommandLine.arguments[0], "lab"] + (scenario.map { [$0] } ?? [])).joined(separator: " "))"
+            )
             throw ExitCode(77)
         }
         if let reason = Netns.unavailableReason() {
@@ -125,8 +126,13 @@ struct LabCommand: AsyncParsableCommand {
         }
         let loaded: Scenario
         do {
-            loaded = try ScenarioParser.load(path: scenario)
-        } catch {
+            // Without a file, the built-in one: an installed binary has no scenarios folder beside it.
+            if let scenario {
+                loaded = try ScenarioParser.load(path: scenario)
+            } else {
+                loaded = try DemoDefaults.builtInScenario()
+            }
+        } catch let error as LinksError {
             Output.error("meterwise lab: \(error.message)")
             throw ExitCode(65)
         }

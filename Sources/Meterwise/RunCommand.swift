@@ -107,7 +107,10 @@ struct RunCommand: AsyncParsableCommand {
         let signals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { signals.stop() }
         let signalNumbers = signals.stream
-        var child = ChildGroup(command: command, restartOnPause: restart)
+        // The command starts with the actions it would have without `run` in between: the signals this
+        // process listens for, and SIGPIPE (the runtime ignores it), back to their defaults; a signal it was
+        // started with ignored (SIGINT for `cmd &` in a script, SIGHUP under nohup) stays ignored.
+        var child = ChildGroup(command: command, restartOnPause: restart, defaults: signals.handled + [SIGPIPE])
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await number in signalNumbers { wake.yield(.signal(number)) }
@@ -298,15 +301,19 @@ struct ChildGroup {
     private(set) var started = false
     private(set) var stopped = false
 
-    init(command: [String], restartOnPause: Bool) {
+    /// Signals the command starts with at their default actions.
+    let defaults: [Int32]
+
+    init(command: [String], restartOnPause: Bool, defaults: [Int32]) {
         self.command = command
         self.restartOnPause = restartOnPause
+        self.defaults = defaults
     }
 
     /// The policy allows: start the command, or continue it. Returns what happened, if anything.
     mutating func allow() throws -> String? {
         if pid == 0 {
-            pid = try Self.spawn(command)
+            pid = try Self.spawn(command, defaults: defaults)
             started = true
             return "started \(command[0]) (pid \(pid))"
         }
@@ -366,7 +373,7 @@ struct ChildGroup {
     }
 
     /// posix_spawnp in a new process group (so SIGSTOP reaches the whole tool, children included).
-    static func spawn(_ command: [String]) throws -> pid_t {
+    static func spawn(_ command: [String], defaults signals: [Int32]) throws -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -378,7 +385,7 @@ struct ChildGroup {
         posix_spawnattr_setsigmask(&attributes, &empty)
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, number) }
+        for number in signals { sigaddset(&defaults, number) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }

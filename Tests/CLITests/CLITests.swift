@@ -32,7 +32,7 @@ import Testing
 
     @Test func scenarioWatchShowsPrimaryMoves() throws {
         let run = try BinaryRun.run([
-            "links", "--watch", "--json", "--scenario", RepoPaths.file("scenarios/commute.yaml"),
+            "links", "--watch", "--json", "--scenario", RepoPaths.file("docs/scenarios/commute.yaml"),
             "--speed", "20",
         ])
         #expect(run.status == 0, "\(run.stderr)")

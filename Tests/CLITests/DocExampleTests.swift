@@ -27,7 +27,7 @@ import Testing
         try example.write(to: directory.appendingPathComponent("local-apt.yaml"), atomically: true, encoding: .utf8)
         let run = try BinaryRun.run([
             "policy", "explain", "--policy", directory.path,
-            "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s",
+            "--scenario", RepoPaths.file("docs/scenarios/commute.yaml"), "--at", "10s",
             "--tag", "apt", "--time", time, "--json",
         ])
         #expect(run.status == 0, "\(run.stderr)")

@@ -161,6 +161,41 @@ import Testing
         try await server.shutdown()
     }
 
+    /// A signal ignored when `get` starts stays ignored, as shells and coreutils keep it: SIGINT for
+    /// `meterwise get … &` in a script is meant for the script, not the download. SIGTERM still pauses it.
+    /// Before, the SIGINT was dropped in the first milliseconds and paused the download after them.
+    @Test func aSignalIgnoredAtTheStartStaysIgnored() async throws {
+        let base = try Self.directory("ignored")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let server = try await RangeServer.start(
+            content: .generated(size: 16 << 20, seed: 84), faults: [.throttle(bytesPerSecond: 256 << 10)])
+        let get = try LineCollector([
+            "/usr/bin/env", "--ignore-signal=INT", RepoPaths.binary, "get", server.url("/i.bin"), "-o",
+            base.appendingPathComponent("i.bin").path, "--json",
+        ])
+        let going = await get.waitForLine(timeout: .seconds(20)) { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return false
+            }
+            return (object["bytes_done"] as? Int ?? 0) > 0
+        }
+        #expect(going != nil, "no progress")
+        get.process.interrupt()
+        try await Task.sleep(for: .seconds(1))
+        #expect(get.process.isRunning, "an ignored SIGINT stopped the download")
+        get.process.terminate()
+        let paused = await get.waitForLine(timeout: .seconds(10)) { $0.contains("\"state\":\"paused\"") }
+        let begun = ContinuousClock.now
+        while get.process.isRunning, ContinuousClock.now - begun < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let running = get.process.isRunning
+        get.stop()
+        try await server.shutdown()
+        #expect(paused != nil, "SIGTERM did not pause: \(get.received.map(\.line).suffix(3))")
+        #expect(!running && get.process.terminationStatus == 143, "status \(get.process.terminationStatus)")
+    }
+
     /// get.md: with --rate the kernel's queue fills ahead of the limit; a SIGINT writes what is here instead
     /// of throwing it away (before: `discarded_bytes` 1.6 MB with --rate 1MiB on loopback).
     @Test func aRateLimitedPauseKeepsWhatArrived() async throws {

@@ -27,7 +27,7 @@ import Testing
 
     @Test func linksPolicyAndGetOutputs() async throws {
         Self.expectSnakeCase(try BinaryRun.run(["links", "--json"]), "links --json")
-        let commute = RepoPaths.file("scenarios/commute.yaml")
+        let commute = RepoPaths.file("docs/scenarios/commute.yaml")
         Self.expectSnakeCase(
             try BinaryRun.run(["links", "--json", "--watch", "--scenario", commute, "--speed", "100"]),
             "links --json --watch --scenario")

@@ -5,7 +5,7 @@ import Testing
 /// One link-source resolver: `links`, `daemon`, `demo`, `check` and `run` take the same options and read them
 /// the same way; `check` and `run` decide here with the decision loop over a scenario, no daemon and no root.
 @Suite(.needsBinary) struct LinkSourceTests {
-    static let commute = RepoPaths.file("scenarios/commute.yaml")
+    static let commute = RepoPaths.file("docs/scenarios/commute.yaml")
     static let policy = RepoPaths.file("policies/default.yaml")
 
     /// How each command is started with extra options (run needs a command; daemon a state it may not write).

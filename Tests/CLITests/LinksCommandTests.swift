@@ -65,7 +65,7 @@ import Testing
     /// `explain --link wwan9` where there is no wwan9: said plainly, with the links there are, no usage text.
     @Test func explainingAnUnknownLinkIsNotUsage() throws {
         let run = try BinaryRun.run([
-            "policy", "explain", "--scenario", RepoPaths.file("scenarios/commute.yaml"),
+            "policy", "explain", "--scenario", RepoPaths.file("docs/scenarios/commute.yaml"),
             "--link", "wwan9",
         ])
         #expect(run.status == 1, "\(run.stderr)")

@@ -31,7 +31,7 @@ import Testing
     func explainFollowsTheCommute(at: String, action: String, rule: String) throws {
         let run = try BinaryRun.run([
             "policy", "explain", "--policy", RepoPaths.file("policies/default.yaml"),
-            "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", at, "--json",
+            "--scenario", RepoPaths.file("docs/scenarios/commute.yaml"), "--at", at, "--json",
         ])
         #expect(run.status == 0, "\(run.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
@@ -43,7 +43,7 @@ import Testing
     @Test func explainSaysWhyEarlierRulesMissed() throws {
         let run = try BinaryRun.run([
             "policy", "explain", "--policy", RepoPaths.file("policies/default.yaml"),
-            "--scenario", RepoPaths.file("scenarios/commute.yaml"), "--at", "10s",
+            "--scenario", RepoPaths.file("docs/scenarios/commute.yaml"), "--at", "10s",
         ])
         #expect(run.status == 0)
         #expect(run.stdout.contains("run-unmetered"), "\(run.stdout)")

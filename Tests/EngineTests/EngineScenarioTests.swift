@@ -156,7 +156,7 @@ import Testing
     }
 
     @Test func flappingNeverRunsTwoTransfersForOneJob() async throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/flapping.yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/flapping.yaml"))
         try await withHarness(size: 6 << 20, bytesPerSecond: 2 << 20) { h in
             let timeline = scenario.timeline()
             h.monitor.send(timeline[0].snapshot)

@@ -91,7 +91,7 @@ import Testing
 
     @Test func driverReplaysScenarioIntoKernelRoutes() async throws {
         for name in ["commute", "dual-uplink", "flapping"] {
-            let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
+            let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/\(name).yaml"))
             let uplinks = try LabTopology.uplinks(for: scenario)
             let topology = try LabTopology.create(uplinks: uplinks, prefix: "mwlabtest")
             defer { topology.teardown() }

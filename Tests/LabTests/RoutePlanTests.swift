@@ -112,7 +112,7 @@ import Testing
 
     @Test(arguments: ["commute", "dual-uplink", "flapping"])
     func shippedScenariosReachTheirTimelinesState(name: String) throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/\(name).yaml"))
         let uplinks = try LabTopology.uplinks(for: scenario)
         let plan = ScenarioDriver(scenario: scenario, uplinks: uplinks).plan()
         // Replaying the commands on a model of the kernel ends in the state each step asks for.

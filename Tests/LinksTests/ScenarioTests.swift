@@ -6,13 +6,13 @@ import Testing
 @Suite struct ScenarioTests {
     @Test(arguments: ["commute", "hotspot", "flapping", "dual-uplink", "dock", "hotel", "unplugged"])
     func shippedScenariosParse(name: String) throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/\(name).yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/\(name).yaml"))
         #expect(scenario.name == name)
         #expect(!scenario.steps.isEmpty)
     }
 
     @Test func commuteTimeline() throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/commute.yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/commute.yaml"))
         let timeline = scenario.timeline()
         #expect(timeline.map(\.at) == [.zero, .seconds(8), .seconds(20)])
         #expect(timeline.map { $0.snapshot.primary?.name } == ["wlan0", "wwan0", "wlan0"])
@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func hotelSetsConnectivityAndThePortal() throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/hotel.yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/hotel.yaml"))
         let states = scenario.timeline().map { ($0.snapshot.primary?.connectivity, $0.snapshot.primary?.portalURL) }
         #expect(states.map(\.0) == [.full, .portal, .full])
         #expect(states.map(\.1) == [nil, "http://10.20.0.1/login", nil])
@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func unpluggedSetsThePowerSupply() throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/unplugged.yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/unplugged.yaml"))
         let power = scenario.timeline().map(\.snapshot.power)
         #expect(power.map(\.onBattery) == [false, true, true, false, false])
         #expect(power.map(\.batteryPercent) == [64, 31, 18, 19, 19])
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func flappingToggles() throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/flapping.yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/flapping.yaml"))
         let primaries = scenario.timeline().map { $0.snapshot.primary?.name }
         #expect(primaries.filter { $0 == "wwan0" }.count >= 12)
         #expect(scenario.steps[1].at == .milliseconds(200))
@@ -100,7 +100,7 @@ import Testing
     }
 
     @Test func monitorReplaysOnManualClock() async throws {
-        let scenario = try ScenarioParser.load(path: RepoPaths.file("scenarios/commute.yaml"))
+        let scenario = try ScenarioParser.load(path: RepoPaths.file("docs/scenarios/commute.yaml"))
         let clock = ManualClock()
         let monitor = ScenarioLinkMonitor(scenario: scenario, clock: clock)
         let stream = monitor.snapshots()

@@ -124,9 +124,9 @@ import Testing
     }
 
     @Test func builtInCommuteScenarioIsScenariosCommuteYAML() throws {
-        let file = try String(contentsOfFile: Fixtures.repoRoot() + "/scenarios/commute.yaml", encoding: .utf8)
+        let file = try String(contentsOfFile: Fixtures.repoRoot() + "/docs/scenarios/commute.yaml", encoding: .utf8)
         #expect(
             ShippedScenario.commuteYAML == file,
-            "scenarios/commute.yaml changed: copy it into ShippedScenario.commuteYAML")
+            "docs/scenarios/commute.yaml changed: copy it into ShippedScenario.commuteYAML")
     }
 }
