@@ -55,6 +55,9 @@ public enum RangeFault: Sendable {
     /// that keeps whole blocks and spoils what it serves from the middle of one. A response that starts on a
     /// multiple is right.
     case corruptUnaligned(alignment: Int64)
+    /// Send the bytes of `region` changed (XOR 0x5a) in the first `times` responses that carry any of them: a
+    /// cache or proxy on the way that spoiled a block, then served it right.
+    case corruptRegion(Range<Int64>, times: Int)
     /// Close a kept-alive connection instead of answering the next request on it, `times` times: a server whose
     /// keep-alive timer fired as the request came (the client reused a connection the server had given up).
     case closeKeptAlive(times: Int)

@@ -100,9 +100,13 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             if allowed > 0 {
                 var buffer = context.channel.allocator.buffer(capacity: Int(allowed))
                 content.write(offset: position, count: Int(allowed), into: &buffer)
-                if plan.corrupt {
-                    buffer.withUnsafeMutableReadableBytes { bytes in
-                        for i in bytes.indices { bytes[i] ^= 0x5a }
+                if let spoiled = plan.corrupt {
+                    let from = max(spoiled.lowerBound, position)
+                    let to = min(spoiled.upperBound, position + allowed)
+                    if from < to {
+                        buffer.withUnsafeMutableReadableBytes { bytes in
+                            for i in Int(from - position)..<Int(to - position) { bytes[i] ^= 0x5a }
+                        }
                     }
                 }
                 context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)

@@ -44,7 +44,7 @@ public final class RangeServer: Sendable {
     static func initialCount(_ fault: RangeFault) -> Int {
         switch fault {
         case .earlierStart(_, let times), .truncate(_, let times), .reset(_, let times), .unavailable(_, let times),
-            .rangeNotSatisfiable(let times), .closeKeptAlive(let times):
+            .rangeNotSatisfiable(let times), .closeKeptAlive(let times), .corruptRegion(_, let times):
             return times
         default:
             return Int.max
@@ -277,8 +277,18 @@ public final class RangeServer: Sendable {
             if case .throttle(let bps) = f { plan.throttle = bps }
             if case .throttleAt(let start, let bps) = f, plan.start == start { plan.throttle = bps }
             if case .corruptUnaligned(let alignment) = f, alignment > 0, plan.start % alignment != 0 {
-                plan.corrupt = true
+                plan.corrupt = plan.start..<plan.end
             }
+        }
+        let body = plan.start..<max(plan.start, plan.end)
+        if plan.corrupt == nil, !body.isEmpty,
+            case .corruptRegion(let region, _)? = take(
+                &s,
+                {
+                    if case .corruptRegion(let region, _) = $0 { return region.overlaps(body) } else { return false }
+                })
+        {
+            plan.corrupt = region
         }
         return plan
     }

@@ -10,8 +10,9 @@ struct ResponsePlan: Sendable {
     var cutAfter: Int64?
     var reset = false
     var throttle: Int?
-    /// Send the body's bytes changed (`RangeFault.corruptUnaligned`).
-    var corrupt = false
+    /// The object's bytes sent changed, where the body carries them (`RangeFault.corruptUnaligned`,
+    /// `corruptRegion`); nil: none.
+    var corrupt: Range<Int64>?
     var index: Int
 
     /// The request's headers that matter.

@@ -176,6 +176,62 @@ struct MirrorTests {
         #expect(why.contains("differ from the copy that matched"), "\(reports)")
     }
 
+    /// The last source left that sends a piece wrong (a cache on the way spoiled a block, then served it
+    /// right) is kept and the piece is fetched from it again: the download ends right and says so. Before, it
+    /// was dropped and the download failed ("Every source was dropped"). One that keeps sending wrong is dropped
+    /// once it has sent more bytes wrong than the file holds, and the download fails saying why.
+    @Test(arguments: [1, 1000])
+    func theLastSourceLeftIsAskedAgainForAPieceItSentWrong(spoiled times: Int) async throws {
+        let size: Int64 = 8 << 20
+        let piece: Int64 = 1 << 20
+        let content = RangeContent.generated(size: size, seed: 47)
+        let region: Range<Int64> = (3 << 20) + 100..<(3 << 20) + 4196
+        let server = try await RangeServer.start(content: content, faults: [.corruptRegion(region, times: times)])
+        defer { Task { try? await server.shutdown() } }
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let bytes = content.allBytes()
+        let hashes = stride(from: 0, to: Int(size), by: Int(piece)).map {
+            Array(SHA256.hash(data: bytes[$0..<$0 + Int(piece)]))
+        }
+        var request = DownloadRequest(url: server.url(), destination: fixture.path("out.bin"))
+        request.mirrors = MirrorSet(
+            sources: [MirrorSet.Source(url: server.url())], size: size,
+            hashes: [.sha256: Array(SHA256.hash(data: bytes))],
+            pieces: Metalink.Pieces(kind: .sha256, length: piece, hashes: hashes))
+        let download = Download(request: request)
+        async let collected = Fixture.collect(download.events)
+        let outcome: Result<DownloadOutcome, TransferError>
+        do throws(TransferError) {
+            outcome = .success(try await download.run())
+        } catch {
+            outcome = .failure(error)
+        }
+        let events = await collected
+        let spoiledResponses = server.requests.filter {
+            $0.bodyBytes > 0 && $0.start < region.upperBound && $0.start + $0.bodyBytes > region.lowerBound
+        }
+        if times == 1 {
+            let result = try #require(try outcome.get().result, "\(outcome)")
+            #expect(Fixture.sha256(file: fixture.path("out.bin")) == content.sha256Hex())
+            #expect(Self.warned(events, "piece 3 (bytes 3145728-4194303) failed its sha-256 check"), "\(events)")
+            #expect(Self.warned(events, "the last source left, and is fetched from it again"), "\(events)")
+            #expect(Self.sources(events).allSatisfy { $0.dropped == nil }, "\(Self.sources(events))")
+            // The spoiled piece once more, nothing else.
+            #expect(result.bytesFetched <= size + piece, "\(result)")
+            #expect(spoiledResponses.count == 2, "\(server.requests)")
+        } else {
+            #expect(throws: TransferError.self, "a file from a source that sends wrong bytes every time") {
+                try outcome.get()
+            }
+            let why = Self.sources(events).first?.dropped ?? ""
+            #expect(why.contains("more than the file holds"), "\(Self.sources(events))")
+            #expect(!FileManager.default.fileExists(atPath: fixture.path("out.bin")))
+            // More than the file's size of spoiled pieces, but not without end.
+            #expect(spoiledResponses.count > Int(size / piece) && spoiledResponses.count < 64, "\(server.requests)")
+        }
+    }
+
     /// A kept-alive connection that the server gives up as the next request goes out (its keep-alive timer; a
     /// proxy's, as tinyproxy's) is met by asking again at once on a new connection: no retry is said, no source
     /// fails, and the file is right. Before, each such request counted as a failure and was said as a retry.

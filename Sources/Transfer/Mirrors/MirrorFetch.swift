@@ -26,6 +26,8 @@ final class MirrorFetch: Sendable {
         var bytes: Int64 = 0
         var dropped: String?
         var failures = 0
+        /// Bytes of pieces it sent wrong (`reject`).
+        var badBytes: Int64 = 0
         var rate = RateEstimate()
         var lastByte: ContinuousClock.Instant?
         /// Why it takes work only while no other source is left (`SourceUse.standby`); nil: it takes work.
@@ -49,6 +51,19 @@ final class MirrorFetch: Sendable {
         var recordDirty = false
         /// Bytes the resumed partial held of pieces that then failed their check (fetched again).
         var lostResumed: Int64 = 0
+
+        /// `source` sent `bytes` of a piece wrong: whether it stays, as the last source left that has not sent more
+        /// bytes wrong than the file holds (and at least `maxFailures` pieces' worth). One that stays may be asked
+        /// for `piece` again. Every piece is checked, so nothing wrong is kept; and a cache or proxy on the way
+        /// that spoiled a block may serve it right the next time, where dropping the last source ends the download.
+        mutating func staysAfterBadBytes(_ source: Int, _ bytes: Int64, piece: Int?) -> Bool {
+            sources[source].badBytes += bytes
+            let limit = max(board.total, Int64(MirrorFetch.maxFailures) * board.pieceLength)
+            let others = sources.indices.contains { $0 != source && sources[$0].dropped == nil }
+            guard !others, sources[source].badBytes <= limit else { return false }
+            if let piece { board.forgive(source, piece: piece) }
+            return true
+        }
 
         /// Takes off each source the bytes it wrote of a piece that is fetched again (`bySource`, the board's).
         mutating func forget(_ bySource: [Int: Int64]) {
@@ -386,6 +401,23 @@ final class MirrorFetch: Sendable {
         return nil
     }
 
+    /// `source` sent bytes of a piece wrong (`why`): dropped, unless it stays as the last source left
+    /// (`State.staysAfterBadBytes`).
+    private func reject(_ source: Int, _ why: String, stays: Bool) {
+        let (display, bad, others) = state.withLock { s in
+            (
+                s.sources[source].display, s.sources[source].badBytes,
+                s.sources.indices.contains { $0 != source && s.sources[$0].dropped == nil }
+            )
+        }
+        if stays {
+            download.sink.yield(
+                .warning("The \(why); it came from \(display), the last source left, and is fetched from it again."))
+        } else {
+            drop(source, others ? why : "\(why); it has sent \(bad) bytes wrong, more than the file holds")
+        }
+    }
+
     /// Drops `source` for the rest of the run, saying why.
     private func drop(_ source: Int, _ reason: String) {
         let display = state.withLock { s -> String? in
@@ -617,7 +649,7 @@ final class MirrorFetch: Sendable {
                 let crcs = list.compactMap { PieceCheck.crc32c(fd: fd, range: $0) }
                 return crcs.count == list.count ? crcs : nil
             }
-            let (senders, names) = state.withLock { s -> (Set<Int>, [String]) in
+            let (senders, names, stays) = state.withLock { s -> (Set<Int>, [String], Bool) in
                 // Bytes a resumed partial held were fetched by an earlier run: they are fetched again, not thrown
                 // away by this one.
                 let carried = s.board.carriedBytes(ofPiece: piece)
@@ -628,15 +660,17 @@ final class MirrorFetch: Sendable {
                 s.discarded += fresh
                 s.lostResumed += carried
                 s.forget(bySource)
+                let only = senders.count == 1 ? senders.first.flatMap { $0 >= 0 ? $0 : nil } : nil
                 return (
                     senders,
-                    senders.sorted().map { $0 >= 0 ? s.sources[$0].display : "the partial file of an earlier run" }
+                    senders.sorted().map { $0 >= 0 ? s.sources[$0].display : "the partial file of an earlier run" },
+                    only.map { s.staysAfterBadBytes($0, Int64(range.count), piece: piece) } ?? false
                 )
             }
             let why =
                 "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) check"
             if senders.count == 1, let only = senders.first, only >= 0 {
-                drop(only, why)
+                reject(only, why, stays: stays)
             } else {
                 download.sink.yield(
                     .warning("The \(why); it came from \(names.joined(separator: ", ")) and is fetched again."))
@@ -660,11 +694,12 @@ final class MirrorFetch: Sendable {
         for suspect in suspects where suspect.source >= 0 {
             for (span, crc) in zip(suspect.spans, suspect.crcs) {
                 guard let now = PieceCheck.crc32c(fd: fd, range: span), now != crc else { continue }
-                drop(
+                let stays = state.withLock { $0.staysAfterBadBytes(suspect.source, Int64(span.count), piece: nil) }
+                reject(
                     suspect.source,
                     "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) "
                         + "check; the bytes \(span.lowerBound)-\(span.upperBound - 1) it sent of it differ from the copy "
-                        + "that matched")
+                        + "that matched", stays: stays)
                 break
             }
         }

@@ -343,6 +343,12 @@ struct PieceBoard: Sendable {
         return sources
     }
 
+    /// `source` may be asked for `piece` again although it sent it wrong (the last source left).
+    mutating func forgive(_ source: Int, piece: Int) {
+        refused[piece]?.remove(source)
+        if refused[piece]?.isEmpty == true { refused[piece] = nil }
+    }
+
     /// The bytes each source wrote of `piece` while it is being filled (`earlierRun`: a resumed partial's).
     func bytesWritten(ofPiece piece: Int) -> [Int: Int64] { contributors[piece] ?? [:] }
 
