@@ -67,16 +67,18 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Read before anything here ignores it (the runtime's sockets do): the command gets it as it was.
+        let pipeIgnored = SignalStream.isIgnored(SIGPIPE)
         if let problem = ChildGroup.lookUp(command[0]) {
             note(problem.message)
             throw ExitCode(problem.status)
         }
         guard let job = question.job(id: "run") else { throw failure(question.sizeProblem) }
         if !local && !linkSource.isGiven, let daemon = try await daemonClient(for: job) {
-            throw ExitCode(try await supervise(job: job, source: .daemon(daemon)))
+            throw ExitCode(try await supervise(job: job, source: .daemon(daemon), pipeIgnored: pipeIgnored))
         }
         let (policySet, links) = try linkSource.localInputs(policy: policy, failure: failure)
-        throw ExitCode(try await supervise(job: job, source: .local(policySet, links)))
+        throw ExitCode(try await supervise(job: job, source: .local(policySet, links), pipeIgnored: pipeIgnored))
     }
 
     /// The daemon to follow, when one answers; a named socket that does not is an error.
@@ -102,15 +104,18 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     /// Follows the answers and drives the child until it exits.
-    func supervise(job: JobInfo, source: Source) async throws -> Int32 {
+    /// `pipeIgnored`: SIGPIPE was ignored when this process started.
+    func supervise(job: JobInfo, source: Source, pipeIgnored: Bool) async throws -> Int32 {
         let (wakes, wake) = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
         let signals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { signals.stop() }
         let signalNumbers = signals.stream
         // The command starts with the actions it would have without `run` in between: the signals this
-        // process listens for, and SIGPIPE (the runtime ignores it), back to their defaults; a signal it was
-        // started with ignored (SIGINT for `cmd &` in a script, SIGHUP under nohup) stays ignored.
-        var child = ChildGroup(command: command, restartOnPause: restart, defaults: signals.handled + [SIGPIPE])
+        // process listens for, and SIGPIPE unless it was ignored at the start (the runtime ignores it), back
+        // to their defaults; a signal it was started with ignored (SIGINT for `cmd &` in a script, SIGHUP under
+        // nohup) stays ignored.
+        var child = ChildGroup(
+            command: command, restartOnPause: restart, defaults: signals.handled + (pipeIgnored ? [] : [SIGPIPE]))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await number in signalNumbers { wake.yield(.signal(number)) }

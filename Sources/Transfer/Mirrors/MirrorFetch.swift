@@ -26,8 +26,9 @@ final class MirrorFetch: Sendable {
         var bytes: Int64 = 0
         var dropped: String?
         var failures = 0
-        /// Bytes of pieces it sent wrong (`reject`).
+        /// Bytes of pieces it sent wrong, and how many times it sent each piece wrong (`State.goesAfterBadBytes`).
         var badBytes: Int64 = 0
+        var badCopies: [Int: Int] = [:]
         var rate = RateEstimate()
         var lastByte: ContinuousClock.Instant?
         /// Why it takes work only while no other source is left (`SourceUse.standby`); nil: it takes work.
@@ -52,17 +53,28 @@ final class MirrorFetch: Sendable {
         /// Bytes the resumed partial held of pieces that then failed their check (fetched again).
         var lostResumed: Int64 = 0
 
-        /// `source` sent `bytes` of a piece wrong: whether it stays, as the last source left that has not sent more
-        /// bytes wrong than the file holds (and at least `maxFailures` pieces' worth). One that stays may be asked
-        /// for `piece` again. Every piece is checked, so nothing wrong is kept; and a cache or proxy on the way
-        /// that spoiled a block may serve it right the next time, where dropping the last source ends the download.
-        mutating func staysAfterBadBytes(_ source: Int, _ bytes: Int64, piece: Int?) -> Bool {
+        /// `source` sent `bytes` of `piece` wrong (nil: its part of a piece mixed from several sources). Returns nil
+        /// when it stays, as the last source left, and may be asked for the piece again; else what to add to the
+        /// reason it is dropped ("" while another source is left). The last source stays until it has sent one
+        /// piece wrong `maxFailures` times, or pieces adding up to more than an eighth of the file (at least
+        /// `maxFailures` pieces): every piece is checked, so nothing wrong is kept, and a cache or proxy on the way
+        /// that spoiled a block often serves it right the next time, where dropping the last source ends the
+        /// download.
+        mutating func goesAfterBadBytes(_ source: Int, _ bytes: Int64, piece: Int?) -> String? {
             sources[source].badBytes += bytes
-            let limit = max(board.total, Int64(MirrorFetch.maxFailures) * board.pieceLength)
-            let others = sources.indices.contains { $0 != source && sources[$0].dropped == nil }
-            guard !others, sources[source].badBytes <= limit else { return false }
+            var copies = 0
+            if let piece {
+                copies = (sources[source].badCopies[piece] ?? 0) + 1
+                sources[source].badCopies[piece] = copies
+            }
+            guard !sources.indices.contains(where: { $0 != source && sources[$0].dropped == nil }) else { return "" }
+            if copies >= MirrorFetch.maxFailures { return "; it sent that piece wrong \(copies) times" }
+            let limit = max(board.total / 8, Int64(MirrorFetch.maxFailures) * board.pieceLength)
+            if sources[source].badBytes > limit {
+                return "; the pieces it sent wrong add up to more than an eighth of the file"
+            }
             if let piece { board.forgive(source, piece: piece) }
-            return true
+            return nil
         }
 
         /// Takes off each source the bytes it wrote of a piece that is fetched again (`bySource`, the board's).
@@ -401,20 +413,15 @@ final class MirrorFetch: Sendable {
         return nil
     }
 
-    /// `source` sent bytes of a piece wrong (`why`): dropped, unless it stays as the last source left
-    /// (`State.staysAfterBadBytes`).
-    private func reject(_ source: Int, _ why: String, stays: Bool) {
-        let (display, bad, others) = state.withLock { s in
-            (
-                s.sources[source].display, s.sources[source].badBytes,
-                s.sources.indices.contains { $0 != source && s.sources[$0].dropped == nil }
-            )
-        }
-        if stays {
+    /// `source` sent bytes of a piece wrong (`why`): dropped, with `goes` added to the reason, unless it stays
+    /// as the last source left (`goes` nil, `State.goesAfterBadBytes`).
+    private func reject(_ source: Int, _ why: String, goes: String?) {
+        if let goes {
+            drop(source, why + goes)
+        } else {
+            let display = state.withLock { $0.sources[source].display }
             download.sink.yield(
                 .warning("The \(why); it came from \(display), the last source left, and is fetched from it again."))
-        } else {
-            drop(source, others ? why : "\(why); it has sent \(bad) bytes wrong, more than the file holds")
         }
     }
 
@@ -649,7 +656,7 @@ final class MirrorFetch: Sendable {
                 let crcs = list.compactMap { PieceCheck.crc32c(fd: fd, range: $0) }
                 return crcs.count == list.count ? crcs : nil
             }
-            let (senders, names, stays) = state.withLock { s -> (Set<Int>, [String], Bool) in
+            let (senders, names, goes) = state.withLock { s -> (Set<Int>, [String], String?) in
                 // Bytes a resumed partial held were fetched by an earlier run: they are fetched again, not thrown
                 // away by this one.
                 let carried = s.board.carriedBytes(ofPiece: piece)
@@ -660,17 +667,21 @@ final class MirrorFetch: Sendable {
                 s.discarded += fresh
                 s.lostResumed += carried
                 s.forget(bySource)
-                let only = senders.count == 1 ? senders.first.flatMap { $0 >= 0 ? $0 : nil } : nil
+                // The one source that sent the piece answers for it (`reject`).
+                var goes: String? = ""
+                if senders.count == 1, let only = senders.first, only >= 0 {
+                    goes = s.goesAfterBadBytes(only, Int64(range.count), piece: piece)
+                }
                 return (
                     senders,
                     senders.sorted().map { $0 >= 0 ? s.sources[$0].display : "the partial file of an earlier run" },
-                    only.map { s.staysAfterBadBytes($0, Int64(range.count), piece: piece) } ?? false
+                    goes
                 )
             }
             let why =
                 "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) check"
             if senders.count == 1, let only = senders.first, only >= 0 {
-                reject(only, why, stays: stays)
+                reject(only, why, goes: goes)
             } else {
                 download.sink.yield(
                     .warning("The \(why); it came from \(names.joined(separator: ", ")) and is fetched again."))
@@ -694,12 +705,12 @@ final class MirrorFetch: Sendable {
         for suspect in suspects where suspect.source >= 0 {
             for (span, crc) in zip(suspect.spans, suspect.crcs) {
                 guard let now = PieceCheck.crc32c(fd: fd, range: span), now != crc else { continue }
-                let stays = state.withLock { $0.staysAfterBadBytes(suspect.source, Int64(span.count), piece: nil) }
+                let goes = state.withLock { $0.goesAfterBadBytes(suspect.source, Int64(span.count), piece: nil) }
                 reject(
                     suspect.source,
                     "piece \(piece) (bytes \(range.lowerBound)-\(range.upperBound - 1)) failed its \(check.name) "
                         + "check; the bytes \(span.lowerBound)-\(span.upperBound - 1) it sent of it differ from the copy "
-                        + "that matched", stays: stays)
+                        + "that matched", goes: goes)
                 break
             }
         }

@@ -13,8 +13,8 @@ final class DownloadBoard: Sendable {
         var parts: @Sendable (Int64) -> Int
         /// The segments this attempt runs, once decided (nil before the first response of a fresh download).
         var segments: Int?
-        /// Where and when each segment's request in flight began, and its first body bytes were written (for
-        /// `RequestSpan.isTooSlow`).
+        /// When each segment's request in flight was asked, and where and when its first body bytes were written
+        /// (for `RequestSpan.isTooSlow`).
         var requestStarts: [Int: RequestStart] = [:]
         var resumedBytes: Int64
         var written: Int64 = 0
@@ -41,10 +41,9 @@ final class DownloadBoard: Sendable {
         var redirected: String?
     }
 
-    /// One request in flight: where and when it began, and where and when its first body bytes were written
-    /// (those bytes not counted: a rate is taken from them on).
+    /// One request in flight: when it was asked, and where and when its first body bytes were written (those
+    /// bytes not counted: a rate is taken from them on).
     struct RequestStart {
-        var next: Int64
         var at: ContinuousClock.Instant
         var firstWrite: (next: Int64, at: ContinuousClock.Instant)?
     }
@@ -180,7 +179,7 @@ final class DownloadBoard: Sendable {
                 probe
                 ? 1 : figures.bytes(segmented: segmented, lengthKnown: s.plan.total != nil, answered: s.known != nil)
             let upper = s.plan.request(segment: segment, span: span)
-            s.requestStarts[segment] = RequestStart(next: next, at: .now)
+            s.requestStarts[segment] = RequestStart(at: .now)
             let openEnded = upper == RangePlan.unknownEnd || (s.known == nil && span == nil)
             return (RangeAsk(start: next, last: openEnded ? nil : upper - 1, ranged: true), s.known, hasLocal, hasAll)
         }
