@@ -13,7 +13,10 @@ public enum ConfigText {
 
     /// Reads `path` whole. Nil when the file cannot be opened or read (the caller says how to fix the path);
     /// a `ConfigIssue` when it is not a regular file, is larger than `maxBytes` or is not UTF-8.
-    public static func read(_ path: String, maxBytes: Int = ConfigText.maxBytes) throws(ConfigIssue) -> String? {
+    /// `directories`: a directory of such files may be named instead (said in the hint for anything else).
+    public static func read(_ path: String, maxBytes: Int = ConfigText.maxBytes, directories: Bool = true)
+        throws(ConfigIssue) -> String?
+    {
         // O_NONBLOCK: a FIFO named like a policy file must not hang the reader; it is refused below.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
@@ -23,7 +26,7 @@ public enum ConfigText {
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw ConfigIssue(
                 file: path, line: 1, column: 1, message: "not a regular file",
-                hint: "point at a .yaml file or a directory of them")
+                hint: directories ? "point at a .yaml file or a directory of them" : "point at a .yaml file")
         }
         try checkSize(Int64(info.st_size), file: path, maxBytes: maxBytes)
         // Read at most one byte past the cap, in case the file grew after fstat.

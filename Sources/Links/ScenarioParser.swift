@@ -1,6 +1,10 @@
 import ConfigKit
 import Yams
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Reads scenario files (YAML). Every problem is reported with `file:line:column`.
 public enum ScenarioParser {
     static let topKeys = ["name", "description", "links", "steps", "end"]
@@ -28,12 +32,17 @@ public enum ScenarioParser {
     public static func load(path: String) throws(LinksError) -> Scenario {
         let text: String?
         do {
-            text = try ConfigText.read(path)
+            text = try ConfigText.read(path, directories: false)
         } catch {
             throw LinksError(.scenarioInvalid, error.description, file: nil, line: error.line, column: error.column)
         }
         guard let text else {
-            throw LinksError(.fileUnreadable, "cannot read scenario file \(path): check the path and its permissions")
+            let why =
+                access(path, F_OK) == 0
+                ? "it cannot be read; check its permissions"
+                : "there is no such file"
+                    + (path.hasPrefix("/") ? "" : " (a relative path starts in the current folder)")
+            throw LinksError(.fileUnreadable, "cannot read scenario file \(path): \(why)")
         }
         return try parse(text, file: path)
     }

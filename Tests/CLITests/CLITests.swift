@@ -54,6 +54,19 @@ import Testing
         #expect(run.stderr.contains("\(file.path):2:"), "\(run.stderr)")
     }
 
+    /// A scenario file that is not there says so, and where a relative path is looked for; a folder is not a
+    /// scenario file (the hint no longer offers "a directory of them", which only policies take).
+    @Test func aMissingScenarioFileSaysItIsNotThere() throws {
+        let missing = try BinaryRun.run(["links", "--scenario", "no-such-\(getpid()).yaml"])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("there is no such file"), "\(missing.stderr)")
+        #expect(missing.stderr.contains("a relative path starts in the current folder"), "\(missing.stderr)")
+        let folder = try BinaryRun.run(["links", "--scenario", FileManager.default.temporaryDirectory.path])
+        #expect(folder.status != 0)
+        #expect(folder.stderr.contains("not a regular file"), "\(folder.stderr)")
+        #expect(!folder.stderr.contains("directory of them"), "\(folder.stderr)")
+    }
+
     @Test func speedWithoutScenarioIsRejected() throws {
         let run = try BinaryRun.run(["links", "--speed", "5"])
         #expect(run.status == 64)
