@@ -217,7 +217,7 @@ struct LabCommand: AsyncParsableCommand {
         let policyArguments =
             PolicyLocator.current(explicit: policy).path
             .map { ["--policy", URL(fileURLWithPath: $0).standardizedFileURL.path] } ?? []
-        let (downloader, template) = (self.downloader, self.engineCommand)
+        let (downloader, template, size) = (self.downloader, self.engineCommand, self.size)
         return { served in
             if let template {
                 return template.split(separator: " ").map {
@@ -230,7 +230,8 @@ struct LabCommand: AsyncParsableCommand {
             switch downloader {
             case .engine:
                 return [Self.selfPath, "demo"] + Self.demoLinks.arguments
-                    + ["--url", served.url, "--sha256", served.sha256, "--json", "--output", output] + policyArguments
+                    + ["--url", served.url, "--sha256", served.sha256, "--size", size, "--json", "--output", output]
+                    + policyArguments
             case .get:
                 return [Self.selfPath, "get", served.url, "-o", output, "--sha256", served.sha256, "--json", "--force"]
             }

@@ -147,6 +147,9 @@ import Testing
         #expect((interfaces["wlan0"]?["rx_bytes"] ?? 0) >= 16 << 20)
         let events = try #require(object["engine_events"] as? [[String: Any]])
         #expect(events.contains { ($0["event"] as? [String: Any])?["event"] as? String == "paused" })
+        // The engine is told the size served (it said 64 MiB, the demo's default, whatever --size was).
+        let start = events.compactMap { $0["event"] as? [String: Any] }.first { $0["event"] as? String == "start" }
+        #expect(start?["size"] as? Int == 16 << 20, "\(start ?? [:])")
         #expect((object["engine_bytes"] as? [String: Int64])?["wwan0"] ?? 0 == 0)
     }
 }
