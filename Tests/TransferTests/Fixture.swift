@@ -64,6 +64,14 @@ struct Fixture {
 
     /// Runs `download` to its end, collecting the events.
     static func runCollecting(_ download: Download) async throws -> (DownloadOutcome, [DownloadEvent]) {
+        let (outcome, events) = await runCollectingResult(download)
+        return (try outcome.get(), events)
+    }
+
+    /// As `runCollecting`, with a failure returned beside the events instead of thrown.
+    static func runCollectingResult(_ download: Download) async -> (
+        Result<DownloadOutcome, TransferError>, [DownloadEvent]
+    ) {
         async let events = collect(download.events)
         let outcome: Result<DownloadOutcome, TransferError>
         do throws(TransferError) {
@@ -71,8 +79,7 @@ struct Fixture {
         } catch {
             outcome = .failure(error)
         }
-        let collected = await events
-        return (try outcome.get(), collected)
+        return (outcome, await events)
     }
 
     static func collect(_ stream: AsyncStream<DownloadEvent>) async -> [DownloadEvent] {

@@ -199,15 +199,7 @@ struct MirrorTests {
             sources: [MirrorSet.Source(url: server.url())], size: size,
             hashes: [.sha256: Array(SHA256.hash(data: bytes))],
             pieces: Metalink.Pieces(kind: .sha256, length: piece, hashes: hashes))
-        let download = Download(request: request)
-        async let collected = Fixture.collect(download.events)
-        let outcome: Result<DownloadOutcome, TransferError>
-        do throws(TransferError) {
-            outcome = .success(try await download.run())
-        } catch {
-            outcome = .failure(error)
-        }
-        let events = await collected
+        let (outcome, events) = await Fixture.runCollectingResult(Download(request: request))
         let spoiledResponses = server.requests.filter {
             $0.bodyBytes > 0 && $0.start < region.upperBound && $0.start + $0.bodyBytes > region.lowerBound
         }
