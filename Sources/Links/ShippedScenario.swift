@@ -1,5 +1,6 @@
 /// The scenario `meterwise demo` plays when the user names none: `docs/scenarios/commute.yaml`, built in so an
-/// installed binary needs no file. `BuiltInCopiesTests` (Tests/PolicyTests/ShippedPoliciesTests.swift) fails the moment the two differ.
+/// installed binary needs no file. `BuiltInCopiesTests` (Tests/PolicyTests/ShippedPoliciesTests.swift) fails
+/// the moment the two differ.
 public enum ShippedScenario {
     /// The name the demo shows for it.
     public static let name = "built-in commute (docs/scenarios/commute.yaml)"

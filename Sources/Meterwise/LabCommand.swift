@@ -112,8 +112,7 @@ struct LabCommand: AsyncParsableCommand {
         guard getuid() == 0 else {
             Output.error(
                 "meterwise lab: needs root to create network namespaces; run it with sudo: "
-                    + "sudo \(([CommandLine.arguments[0], "lab"] + (scenario.map { [$0] } ?? [])).joined(separator: " "))"
-            )
+                    + "sudo \(CommandLine.arguments[0]) lab" + (scenario.map { " \($0)" } ?? ""))
             throw ExitCode(77)
         }
         if let reason = Netns.unavailableReason() {

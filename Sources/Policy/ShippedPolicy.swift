@@ -1,5 +1,6 @@
 /// The policy Meterwise uses when no policy file is installed: `policies/default.yaml`, built in so an
-/// installed binary needs no file. `BuiltInCopiesTests` (Tests/PolicyTests/ShippedPoliciesTests.swift) fails the moment the two differ.
+/// installed binary needs no file. `BuiltInCopiesTests` (Tests/PolicyTests/ShippedPoliciesTests.swift) fails
+/// the moment the two differ.
 public enum ShippedPolicy {
     /// What `PolicyLocator` calls this policy when it is the one in use.
     public static let name = "built-in default (policies/default.yaml)"
