@@ -59,17 +59,38 @@ struct RangePlanTests {
         #expect(plan.assign(segment: 3) == .init(next: 14 * Self.mib, end: 16 * Self.mib))
     }
 
-    @Test func aRequestTooSlowToWaitForMayBeCut() {
-        var plan = RangePlan(total: 16 * Self.mib, missing: [0..<(16 * Self.mib)], chunkSize: Self.mib)
+    @Test func aRequestTooSlowToWaitForIsCutPastWhatItKeeps() {
+        var plan = RangePlan(total: 16 * Self.mib, missing: [0..<(16 * Self.mib)], chunkSize: 4 * Self.mib)
         _ = plan.assign(segment: 0)
         #expect(plan.request(segment: 0, span: nil) == 16 * Self.mib)
         plan.advance(segment: 0, to: 2 * Self.mib)
         // Everything is asked for: nothing to take from a request that is not slow...
         #expect(plan.assign(segment: 1) == nil)
-        // ...and the upper half of one that is, which then ends there.
-        #expect(plan.assign(segment: 1, slow: [0]) == .init(next: 9 * Self.mib, end: 16 * Self.mib))
-        #expect(plan.end(of: 0) == 9 * Self.mib)
-        #expect(plan.active[0]?.requested == 9 * Self.mib)
+        // ...and all but what a slow one keeps, at no chunk boundary; its request then ends there.
+        let cut = 2 * Self.mib + 100_000
+        #expect(plan.assign(segment: 1, slow: [0: 100_000]) == .init(next: cut, end: 16 * Self.mib))
+        #expect(plan.end(of: 0) == cut)
+        #expect(plan.active[0]?.requested == cut)
+        // A slow request that keeps nothing (no byte came yet) loses all it has left.
+        plan.advance(segment: 0, to: cut)
+        _ = plan.request(segment: 1, span: nil)
+        #expect(plan.assign(segment: 0) == nil)
+        #expect(plan.assign(segment: 0, slow: [1: 0]) == .init(next: cut, end: 16 * Self.mib))
+        #expect(plan.end(of: 1) == cut)
+        #expect(plan.active[1]?.remaining == 0)
+        // A slow request with less than it would keep keeps all but its last byte.
+        _ = plan.request(segment: 0, span: nil)
+        #expect(plan.assign(segment: 2, slow: [0: 64 * Self.mib]) == .init(next: 16 * Self.mib - 1, end: 16 * Self.mib))
+    }
+
+    @Test func stealsFallOnTheGrainNotTheChunk() {
+        var plan = RangePlan(total: 16 * Self.mib, missing: [0..<(16 * Self.mib)], chunkSize: 4 * Self.mib)
+        #expect(plan.grain == Self.mib)
+        _ = plan.assign(segment: 0)
+        plan.advance(segment: 0, to: 11 * Self.mib + 1)
+        // 5 MiB - 1 left: under two chunks, over two grains.
+        #expect(plan.assign(segment: 1) == .init(next: 14 * Self.mib, end: 16 * Self.mib))
+        #expect(RangePlan(total: Self.mib, missing: [], chunkSize: 256 << 10).grain == 256 << 10)
     }
 
     @Test func theFirstBoundedAskStaysTheFirstSegmentsAfterTheSplit() {

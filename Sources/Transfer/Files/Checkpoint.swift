@@ -13,12 +13,14 @@ public struct Checkpoint: Codable, Sendable, Equatable {
     /// Always `meterwise-checkpoint`.
     public static let formatName = "meterwise-checkpoint"
 
-    /// A verified piece of the partial file: a whole chunk, or the prefix of one that was being written.
+    /// A verified piece of the partial file: bytes one segment wrote in order within one chunk. Usually a whole
+    /// chunk or the start of one being written; where a segment took over the rest of another's range inside a
+    /// chunk, each one's part (at most `ObjectLimits.piecesPerChunk` in a chunk).
     ///
     /// It carries exactly one checksum of its bytes: `crc32c` (written since version 2) or `sha256`
     /// (version 1 checkpoints, still read).
     public struct Piece: Codable, Sendable, Equatable {
-        /// Offset of the piece (a multiple of `chunkSize`).
+        /// Offset of the piece; the piece ends in the chunk it starts in.
         public var offset: Int64
         /// Its length; equal to the chunk's length when the chunk is complete.
         public var length: Int64

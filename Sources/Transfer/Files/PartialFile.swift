@@ -7,21 +7,34 @@ import Glibc
 import Musl
 #endif
 
-/// The `.part` file and the CRC-32C of every chunk as it is written.
+/// The `.part` file and the CRC-32C of every run of bytes as it is written.
+///
+/// A run is what one writer wrote in order from where it started, within one chunk: a chunk normally holds
+/// one, and one more for each place where a segment took over the rest of another's range inside it (a cut
+/// into a request too slow to wait for, `RangePlan.assign`). Each run is a checkpoint piece of its own, so
+/// a chunk written by two segments is kept across a pause or a crash like any other.
 ///
 /// Confined to the `FileWriter` queue once the download runs (hence `@unchecked Sendable`): every
 /// method is called from one thread at a time.
 final class PartialFile: @unchecked Sendable {
-    enum ChunkState {
-        case filling(filled: Int64, crc: CRC32C)
-        case done(length: Int64, crc: CRC32C)
+    /// Bytes written in order from `start` by one writer, and their CRC-32C.
+    struct Run {
+        var start: Int64
+        var filled: Int64
+        var crc: CRC32C
+        var end: Int64 { start + filled }
     }
+
+    /// The most runs one chunk keeps (`ObjectLimits.piecesPerChunk`); the bytes of more are fetched again
+    /// after a resume.
+    static let runsPerChunk = Int(ObjectLimits.piecesPerChunk)
 
     let path: String
     let fd: Int32
     let chunkSize: Int64
     private(set) var total: Int64?
-    private var chunks: [Int64: ChunkState] = [:]
+    /// The runs of each chunk, by chunk index; none overlaps another.
+    private var chunks: [Int64: [Run]] = [:]
     /// The whole-file sha256 of the verified pieces that start at 0 and follow each other: the seed
     /// of the `StreamDigest`.
     private(set) var frontier: Int64 = 0
@@ -46,15 +59,7 @@ final class PartialFile: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    func setTotal(_ total: Int64?) {
-        self.total = total
-        guard let total else { return }
-        for (index, state) in chunks {
-            if case .filling(let filled, let crc) = state, index * chunkSize + filled == total, filled > 0 {
-                chunks[index] = .done(length: filled, crc: crc)
-            }
-        }
-    }
+    func setTotal(_ total: Int64?) { self.total = total }
 
     func chunkLength(_ index: Int64) -> Int64 {
         let start = index * chunkSize
@@ -62,7 +67,7 @@ final class PartialFile: @unchecked Sendable {
         return max(0, min(chunkSize, total - start))
     }
 
-    /// Empties the file and forgets every chunk (restart from 0).
+    /// Empties the file and forgets every run (restart from 0).
     func reset(total: Int64?) throws(TransferError) {
         guard ftruncate(fd, 0) == 0 else { throw FileIO.error("truncate the partial file \(path)") }
         chunks = [:]
@@ -73,15 +78,17 @@ final class PartialFile: @unchecked Sendable {
 
     /// Checks the checkpoint's pieces against the file; keeps those whose checksum matches (CRC-32C, or
     /// the sha256 of a version 1 checkpoint) and returns them (the others are damaged and will be fetched
-    /// again). The chunks kept go on with a CRC-32C either way.
+    /// again). A piece must lie within one chunk and not overlap one kept before it, so no byte of the file
+    /// is read twice whatever the checkpoint says. The runs kept go on with a CRC-32C either way.
     func verify(_ pieces: [Checkpoint.Piece]) -> [Checkpoint.Piece] {
         var good: [Checkpoint.Piece] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        for piece in pieces.sorted(by: { $0.offset < $1.offset }) where piece.offset % chunkSize == 0 {
+        var checked: Int64 = 0
+        for piece in pieces.sorted(by: { $0.offset < $1.offset }) where piece.offset >= checked && piece.length > 0 {
             let index = piece.offset / chunkSize
-            guard piece.length <= chunkLength(index), chunks[index] == nil, let expected = PieceChecksum(piece) else {
-                continue
-            }
+            guard piece.offset + piece.length <= index * chunkSize + chunkLength(index),
+                (chunks[index]?.count ?? 0) < Self.runsPerChunk, let expected = PieceChecksum(piece)
+            else { continue }
             var reader = PieceChecksum.Reader(for: expected)
             var at = piece.offset
             var ok = true
@@ -103,13 +110,9 @@ final class PartialFile: @unchecked Sendable {
                 }
                 at += Int64(n)
             }
-            guard ok else { continue }
-            guard reader.matches(expected) else { continue }
-            if piece.length == chunkLength(index) {
-                chunks[index] = .done(length: piece.length, crc: reader.crc)
-            } else {
-                chunks[index] = .filling(filled: piece.length, crc: reader.crc)
-            }
+            checked = piece.offset + piece.length
+            guard ok, reader.matches(expected) else { continue }
+            chunks[index, default: []].append(Run(start: piece.offset, filled: piece.length, crc: reader.crc))
             if inOrder {
                 fullHasher = full
                 frontier += piece.length
@@ -133,66 +136,37 @@ final class PartialFile: @unchecked Sendable {
         if let failure { throw failure }
     }
 
+    /// Feeds the runs with `raw`, written at `offset`: it continues the run that ends where it starts, or
+    /// starts a new one; a run it overwrites is forgotten, so no piece claims bytes another write changed.
     private func hash(_ raw: UnsafeRawBufferPointer, at offset: Int64) {
         var at = offset
         var rest = raw[...]
         while !rest.isEmpty {
             let index = at / chunkSize
-            let start = index * chunkSize
-            let take = Int(min(Int64(rest.count), start + chunkSize - at))
+            let take = Int(min(Int64(rest.count), (index + 1) * chunkSize - at))
             let slice = UnsafeRawBufferPointer(rebasing: rest.prefix(take))
-            var filled: Int64 = 0
-            var crc = CRC32C()
-            switch chunks[index] {
-            case .filling(let f, let c):
-                filled = f
-                crc = c
-            case .done, nil:
-                break
+            let upper = at + Int64(take)
+            var runs = chunks[index] ?? []
+            runs.removeAll { $0.end != at && $0.start < upper && $0.end > at }
+            if let i = runs.firstIndex(where: { $0.end == at }) {
+                runs[i].crc.update(slice)
+                runs[i].filled += Int64(take)
+            } else if runs.count < Self.runsPerChunk {
+                var crc = CRC32C()
+                crc.update(slice)
+                runs.append(Run(start: at, filled: Int64(take), crc: crc))
             }
-            if start + filled != at {
-                // Not a continuation of what this chunk holds (data was re-sent): restart its checksum
-                // only when the write starts the chunk; otherwise forget it so no checkpoint claims it.
-                filled = 0
-                crc = CRC32C()
-                if at != start {
-                    chunks[index] = nil
-                    at += Int64(take)
-                    rest = rest.dropFirst(take)
-                    continue
-                }
-            }
-            crc.update(slice)
-            filled += Int64(take)
-            if filled == chunkLength(index) {
-                chunks[index] = .done(length: filled, crc: crc)
-            } else {
-                chunks[index] = .filling(filled: filled, crc: crc)
-            }
-            at += Int64(take)
+            chunks[index] = runs.isEmpty ? nil : runs
+            at = upper
             rest = rest.dropFirst(take)
         }
     }
 
-    /// The verified pieces to record in a checkpoint (call after `sync`).
+    /// The verified pieces to record in a checkpoint (call after `sync`), in offset order.
     func pieces() -> [Checkpoint.Piece] {
-        chunks.keys.sorted().compactMap { index in
-            switch chunks[index]! {
-            case .done(let length, let crc):
-                return Checkpoint.Piece(offset: index * chunkSize, length: length, crc32c: crc.hex)
-            case .filling(let filled, let crc):
-                guard filled > 0 else { return nil }
-                return Checkpoint.Piece(offset: index * chunkSize, length: filled, crc32c: crc.hex)
-            }
-        }
-    }
-
-    /// Bytes covered by chunk states.
-    var bytesHeld: Int64 {
-        chunks.values.reduce(0) { sum, state in
-            switch state {
-            case .done(let length, _): return sum + length
-            case .filling(let filled, _): return sum + filled
+        chunks.keys.sorted().flatMap { index in
+            chunks[index]!.sorted { $0.start < $1.start }.map {
+                Checkpoint.Piece(offset: $0.start, length: $0.filled, crc32c: $0.crc.hex)
             }
         }
     }

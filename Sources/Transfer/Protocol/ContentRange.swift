@@ -8,6 +8,8 @@ public enum ObjectLimits {
     public static let maxChunk: Int64 = 1 << 30
     /// Pieces a checkpoint may list.
     public static let maxPieces: Int64 = 1 << 20
+    /// Pieces one chunk may hold in a checkpoint: one per writer that wrote part of it (`PartialFile`).
+    public static let piecesPerChunk: Int64 = 8
 
     static func tooLarge(_ what: String) -> TransferError {
         TransferError(

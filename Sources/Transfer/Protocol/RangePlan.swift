@@ -1,10 +1,11 @@
 /// Which byte ranges are still to fetch and which segment fetches what: a pure value.
 ///
-/// Boundaries are aligned to `chunkSize` so that every chunk is written by one segment in order
-/// (its sha256 is computed as it arrives). A segment asks for its assignment one request at a time
-/// (`request(segment:span:)`, sized by `RequestSpan`); an idle segment steals the upper half of the
-/// largest remaining assignment, but never a byte another segment has already asked for: no response
-/// is cut short, so nothing is received twice (docs/get.md, "Segments").
+/// The first split is aligned to `chunkSize`, later steals to `grain`; a chunk split between two segments
+/// keeps each one's part as a run of its own (`PartialFile`). A segment asks for its assignment one request
+/// at a time (`request(segment:span:)`, sized by `RequestSpan`); an idle segment first cuts into a request
+/// too slow to wait for, else steals the upper half of the largest remaining assignment, but never a byte
+/// another segment has already asked for: no response is cut short without cause, so nothing is received
+/// twice (docs/get.md, "Segments").
 public struct RangePlan: Sendable, Equatable {
     /// One segment's current work: `next` is the next byte to receive, `end` is exclusive.
     public struct Assignment: Sendable, Equatable {
@@ -32,8 +33,11 @@ public struct RangePlan: Sendable, Equatable {
 
     /// The object's length, when known.
     public private(set) var total: Int64?
-    /// Alignment of splits.
+    /// Alignment of the first split.
     public let chunkSize: Int64
+    /// Alignment of steals, and half the least an assignment must have left to lose its upper half: a
+    /// chunk, at most 1 MiB.
+    public var grain: Int64 { min(chunkSize, 1 << 20) }
     /// Work not yet assigned, in offset order.
     public private(set) var pending: [Range<Int64>]
     /// Work assigned to segments, by segment id.
@@ -131,15 +135,23 @@ public struct RangePlan: Sendable, Equatable {
         active[segment] = a
     }
 
-    /// Gives `segment` its next range: pending work first, else the upper half of the largest assignment
-    /// (at least two chunks must remain there), never what the victim's request in flight asked for — unless
-    /// the victim is in `slow` (its request would take too long to wait for, `DownloadBoard`): then the cut may
-    /// fall inside that request, which ends there. Nil when there is nothing left to take.
-    public mutating func assign(segment: Int, slow: Set<Int> = []) -> Assignment? {
+    /// Gives `segment` its next range: pending work first; else the rest of a request in `slow` (segments
+    /// whose request in flight would take too long to wait for, `DownloadBoard`, each with the bytes it keeps:
+    /// what it should receive before the cut takes effect), the one with most left, whose request then ends
+    /// there; else the upper half of the largest assignment (at least two grains must remain there), never
+    /// what the victim's request in flight asked for. Nil when there is nothing left to take.
+    public mutating func assign(segment: Int, slow: [Int: Int64] = [:]) -> Assignment? {
         if let a = active[segment], a.remaining > 0 { return a }
         if !pending.isEmpty {
             let r = pending.removeFirst()
             let a = Assignment(next: r.lowerBound, end: r.upperBound)
+            active[segment] = a
+            return a
+        }
+        let cuttable = active.filter { $0.key != segment && slow[$0.key] != nil && isCuttable($0.value) }
+        if let (victim, va) = cuttable.max(by: { $0.value.remaining < $1.value.remaining }),
+            let a = take(from: victim, at: va.next + min(max(0, slow[victim]!), va.remaining - 1))
+        {
             active[segment] = a
             return a
         }
@@ -151,14 +163,6 @@ public struct RangePlan: Sendable, Equatable {
             active[segment] = a
             return a
         }
-        if let (victim, va) = victims.filter({ slow.contains($0.key) }).max(by: {
-            $0.value.remaining < $1.value.remaining
-        }),
-            let a = take(from: victim, at: alignUp(va.next + va.remaining / 2))
-        {
-            active[segment] = a
-            return a
-        }
         active[segment] = nil
         return nil
     }
@@ -166,18 +170,23 @@ public struct RangePlan: Sendable, Equatable {
     /// Whether another segment than `segment` has a request in flight that `assign` could cut into, were it
     /// too slow.
     public func hasRequestToCut(besides segment: Int) -> Bool {
-        active.contains { $0.key != segment && $0.value.requested > $0.value.next && isSplittable($0.value) }
+        active.contains { $0.key != segment && $0.value.requested > $0.value.next && isCuttable($0.value) }
     }
 
-    /// Whether an assignment may lose its upper half to an idle segment: a known end, two chunks left.
+    /// Whether an assignment may lose its upper half to an idle segment: a known end, two grains left.
     private func isSplittable(_ a: Assignment) -> Bool {
-        a.end != Self.unknownEnd && a.remaining >= 2 * chunkSize
+        a.end != Self.unknownEnd && a.remaining >= 2 * grain
+    }
+
+    /// Whether a request in flight may be cut: a known end and more than one byte left.
+    private func isCuttable(_ a: Assignment) -> Bool {
+        a.end != Self.unknownEnd && a.remaining > 1
     }
 
     /// Ends `victim`'s assignment at `cut` and returns the rest as a new assignment; nil when `cut` is not
-    /// inside what it has left.
+    /// inside what it has left (its next byte counts: a cut there leaves it nothing).
     private mutating func take(from victim: Int, at cut: Int64) -> Assignment? {
-        guard let va = active[victim], cut > va.next, cut < va.end else { return nil }
+        guard let va = active[victim], cut >= va.next, cut < va.end else { return nil }
         active[victim]!.end = cut
         active[victim]!.requested = min(va.requested, cut)
         return Assignment(next: cut, end: va.end)
@@ -211,8 +220,8 @@ public struct RangePlan: Sendable, Equatable {
     }
 
     func alignUp(_ value: Int64) -> Int64 {
-        let r = value % chunkSize
-        return r == 0 ? value : value + (chunkSize - r)
+        let r = value % grain
+        return r == 0 ? value : value + (grain - r)
     }
 
     /// The complement of `have` (sorted, non-overlapping) within `0..<total`.

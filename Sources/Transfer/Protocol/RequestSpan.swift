@@ -50,6 +50,17 @@ public struct RequestSpan: Sendable, Equatable {
         return isTooSlow(left: left, done: body.done, elapsed: body.elapsed)
     }
 
+    /// What a request too slow to wait for keeps when another segment cuts into it: what it receives in
+    /// `judged` at the rate its body came (`done` bytes in `elapsed`), so the cut falls past the bytes already
+    /// on their way to it and throws little away; nothing when none came yet.
+    public static func keptAtCut(done: Int64, elapsed: Duration) -> Int64 {
+        let seconds = elapsed.secondsDouble
+        guard done > 0, seconds > 0 else { return 0 }
+        let kept = Double(done) / seconds * judged.secondsDouble
+        guard kept.isFinite, kept < Double(ObjectLimits.maxBytes) else { return ObjectLimits.maxBytes }
+        return Int64(kept)
+    }
+
     /// The last request's body rate, bytes per second (nil: none measured yet).
     public var rate: Double?
     /// The lowest time to a response head seen on a connection already open (nil: none yet).

@@ -26,7 +26,7 @@ public enum ResumeDecision {
         guard cp.format == Checkpoint.formatName, Checkpoint.readableVersions.contains(cp.version),
             (ObjectLimits.minChunk...ObjectLimits.maxChunk).contains(cp.chunkSize), cp.isFor(destination: destination),
             let total = cp.totalBytes, (0...ObjectLimits.maxBytes).contains(total),
-            cp.pieces.count <= min(total / cp.chunkSize + 1, ObjectLimits.maxPieces)
+            cp.pieces.count <= min((total / cp.chunkSize + 1) * ObjectLimits.piecesPerChunk, ObjectLimits.maxPieces)
         else { return .discard(.damagedCheckpoint) }
         // Each piece carries exactly one well-formed checksum (a CRC-32C, or a version 1 sha256).
         if cp.pieces.contains(where: {

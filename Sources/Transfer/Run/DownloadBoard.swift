@@ -138,16 +138,16 @@ final class DownloadBoard: Sendable {
     var plan: RangePlan { state.withLock { $0.plan } }
 
     /// `segment`'s next range (`RangePlan.assign`); a request of another segment that is too slow to wait for
-    /// (`RequestSpan.isTooSlow`) may be cut.
+    /// (`RequestSpan.isTooSlow`) may be cut, past what it should receive meanwhile (`RequestSpan.keptAtCut`).
     func assign(_ segment: Int) -> RangePlan.Assignment? {
         let now = ContinuousClock.now
         return state.withLock { s in
-            var slow: Set<Int> = []
+            var slow: [Int: Int64] = [:]
             for (id, a) in s.plan.active where id != segment && a.requested > a.next {
                 guard let start = s.requestStarts[id] else { continue }
                 let body = start.firstWrite.map { (done: a.next - $0.next, elapsed: now - $0.at) }
                 if RequestSpan.isTooSlow(left: a.requested - a.next, asked: now - start.at, body: body) {
-                    slow.insert(id)
+                    slow[id] = body.map { RequestSpan.keptAtCut(done: $0.done, elapsed: $0.elapsed) } ?? 0
                 }
             }
             return s.plan.assign(segment: segment, slow: slow)
