@@ -194,3 +194,20 @@ struct EmptyPartialTests {
         #expect(!Fixture.exists(partial), "an empty partial file no run holds stays")
     }
 }
+
+/// A download URL or a proxy naming an IPv6 zone is refused at once, saying so (it was tried 8 times over a
+/// minute and reported as a host name DNS could not resolve).
+struct IPv6ZoneTests {
+    @Test(arguments: ["http://[fe80::1%25lo]:8080/f", "https://[::1%25eth0]/f", "http://[fe80::1%lo]/f"])
+    func aZoneIsRefusedWithTheReason(_ url: String) throws {
+        let problem = try #require(DownloadURL.problem(url))
+        #expect(problem.contains("IPv6 zone"), "\(problem)")
+        let error = try #require(throws: TransferError.self) { try ProxyServer.parse(url, origin: "--proxy") }
+        #expect(error.message.contains("IPv6 zone"), "\(error.message)")
+    }
+
+    @Test func anAddressWithoutAZoneIsAccepted() {
+        #expect(DownloadURL.problem("http://[fe80::1]:8080/f") == nil)
+        #expect(DownloadURL.problem("http://[::1]/a%25b") == nil)
+    }
+}

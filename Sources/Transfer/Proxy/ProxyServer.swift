@@ -52,6 +52,11 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
             throw TransferError(
                 .invalidURL,
                 "\(origin): the proxy \(shown) has the port \"\(port)\"; a port is a number from 1 to 65535.")
+        case .failure(.ipv6Zone):
+            throw TransferError(
+                .invalidURL,
+                "\(origin): the proxy \(shown) names an IPv6 zone (%25...), which is not supported; use its global or unique-local address."
+            )
         case .failure:
             throw TransferError(.invalidURL, "\(origin): \(shown) is not a proxy URL; write http://HOST:PORT.")
         }

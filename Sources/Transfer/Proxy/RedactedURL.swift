@@ -72,6 +72,9 @@ public enum DownloadURL {
             case .unclosedIPv6: return "\(shown) has an unclosed IPv6 address"
             case .textAfterIPv6: return "\(shown) has text after its IPv6 address"
             case .badPort(let port): return "\(shown) has the port \"\(port)\"; a port is a number from 1 to 65535"
+            case .ipv6Zone:
+                return
+                    "\(shown) names an IPv6 zone (%25...), which is not supported; use the server's global or unique-local address"
             }
         }
         return nil

@@ -7,6 +7,8 @@ public struct URLAuthority: Sendable, Hashable {
         case unclosedIPv6
         case textAfterIPv6
         case badPort(String)
+        /// An IPv6 address with a zone (`[fe80::1%25eth0]`): the connection code cannot scope an address.
+        case ipv6Zone
     }
 
     /// The scheme in lower case (`http`).
@@ -33,6 +35,7 @@ public struct URLAuthority: Sendable, Hashable {
         if hostPort.hasPrefix("[") {
             guard let close = hostPort.firstIndex(of: "]") else { return .failure(.unclosedIPv6) }
             host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+            if host.contains("%") { return .failure(.ipv6Zone) }
             let after = hostPort[hostPort.index(after: close)...]
             if after.hasPrefix(":") {
                 port = after.dropFirst()
