@@ -4,7 +4,8 @@
 # a CA made here, HTTP/1.1), HTTPS through tinyproxy's CONNECT tunnel, and HTTPS with http2 offered; written
 # to tmpfs (/dev/shm) and to disk. Then peak anonymous memory of meterwise and aria2c at MEM_SIZES_MIB (flat
 # in the size?), and STABLE_RUNS default-segment HTTPS downloads of STABLE_MIB in a row (none over 1.2x the
-# median?). Prints the medians, every ratio from this run, bytes thrown away (discarded + refetched), and
+# median?). The slow-range row: a 32 MiB file whose ranged request starting at 16 MiB (aria2c's and ours alike,
+# in four segments) nginx sends at SLOW_RATE (1m, one connection held back). Prints the medians, every ratio from this run, bytes thrown away (discarded + refetched), and
 # the issues' goals met or not.
 # Usage: bench/download/run.sh   (SIZE_MIB=1024 RUNS=3 MEM_SIZES_MIB="64 4096" STABLE_RUNS=20 STABLE_MIB=256
 # by default; BIN=path skips the release build; TARGETS="..." picks rows, e.g. TARGETS="https-tmpfs")
@@ -21,9 +22,10 @@ TMPFS_DIR=${TMPFS_DIR:-/dev/shm/meterwise-bench}
 WORK=$(mktemp -d /dev/shm/meterwise-bench-src.XXXXXX)
 OUT=${OUT:-$ROOT/bench/out}
 
+SLOW_RATE=${SLOW_RATE:-1m}
 STABLE_RUNS=${STABLE_RUNS:-20}
 STABLE_MIB=${STABLE_MIB:-256}
-TARGETS=${TARGETS:-tmpfs disk https-tmpfs https-disk https-proxy-tmpfs h2-tmpfs}
+TARGETS=${TARGETS:-tmpfs disk https-tmpfs https-disk https-proxy-tmpfs h2-tmpfs slow-range}
 
 need() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 if ! need aria2c || ! need curl || ! need python3 || ! need tinyproxy || ! need openssl; then
@@ -58,11 +60,13 @@ for mib in $MEM_SIZES_MIB; do
     # Sparse: nginx serves zeros from the page cache; memory, not speed, is measured with these.
     truncate -s "${mib}M" "$WORK/www/size-$mib.bin"
 done
+head -c $((32 << 20)) "$WORK/www/object.bin" >"$WORK/www/slow.bin"
 
 PORT=$(bench_free_port)
 TLS_PORT=$(bench_free_port)
 H2_PORT=$(bench_free_port)
 PROXY_PORT=$(bench_free_port)
+SLOW_PORT=$(bench_free_port)
 
 # A CA made for this run, and nginx's certificate for 127.0.0.1 signed by it.
 bench_tls_ca "$WORK"
@@ -85,7 +89,9 @@ PROXY_PID=$!
 bench_nginx_conf "$WORK" "server { listen 127.0.0.1:$PORT; root $WORK/www; }" \
     "ssl_certificate $WORK/server.pem;" "ssl_certificate_key $WORK/server.key;" \
     "server { listen 127.0.0.1:$TLS_PORT ssl; root $WORK/www; }" \
-    "server { listen 127.0.0.1:$H2_PORT ssl http2; root $WORK/www; }" >"$WORK/nginx.conf"
+    "server { listen 127.0.0.1:$H2_PORT ssl http2; root $WORK/www; }" \
+    "map \$http_range \$slow_rate { \"~^bytes=16777216-\" $SLOW_RATE; default 0; }" \
+    "server { listen 127.0.0.1:$SLOW_PORT; root $WORK/www; limit_rate \$slow_rate; }" >"$WORK/nginx.conf"
 "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 sleep 0.5
 URL="http://127.0.0.1:$PORT/object.bin"
@@ -106,6 +112,7 @@ target_setup() { # target
         scheme_url="https://127.0.0.1:$port"
         curl_opts=(--cacert "$CA"); aria_opts=(--ca-certificate="$CA"); mw_opts=(--cacert "$CA")
         ;;
+    slow-*) scheme_url="http://127.0.0.1:$SLOW_PORT"; aria_opts=(--min-split-size=1M) ;;
     *) scheme_url="http://127.0.0.1:$PORT" ;;
     esac
     if [[ $1 == *-proxy-* ]]; then
@@ -138,9 +145,11 @@ run_one() { # target dir tool [path] [runs]
             exit 1
         }
         read -r wall cpu rss anon _ <"$WORK/measure"
-        if [ "$run" = 1 ] && [ "$path" = /object.bin ]; then
+        if [ "$run" = 1 ] && { [ "$path" = /object.bin ] || [ "$path" = /slow.bin ]; }; then
             got=$(sha256sum "$out" | cut -d' ' -f1)
-            [ "$got" = "$SHA" ] || { echo "bench: $tool wrote a wrong file ($got)" >&2; exit 1; }
+            want=$SHA
+            [ "$path" = /slow.bin ] && want=$(sha256sum "$WORK/www/slow.bin" | cut -d' ' -f1)
+            [ "$got" = "$want" ] || { echo "bench: $tool wrote a wrong file ($got)" >&2; exit 1; }
             if [ "$tool" = meterwise-auto-sha256 ]; then
                 grep -q "^$SHA " "$WORK/measure.log" || { echo "bench: --print-sha256 printed no/wrong sha256" >&2; exit 1; }
             fi
@@ -163,6 +172,11 @@ for target in $TARGETS; do
     [ "$target" = tmpfs ] && tools="$tools meterwise-auto-sha256 curl+sha256sum"
     # aria2c speaks no HTTP/2: beside curl (which takes h2 when offered) it is the HTTP/1.1 figure.
     [[ $target == h2-* ]] && tools="curl meterwise-auto meterwise-http2 aria2c-x4"
+    if [ "$target" = slow-range ]; then
+        # curl asks for no range, so nothing holds it back: the row compares the segmented tools.
+        for tool in meterwise-auto aria2c-x4; do run_one "$target" "$TMPFS_DIR" "$tool" /slow.bin; done
+        continue
+    fi
     for tool in $tools; do
         run_one "$target" "$dir" "$tool"
     done
@@ -179,7 +193,7 @@ fi
 
 echo
 echo "${SIZE_MIB} MiB from nginx on 127.0.0.1, median of $RUNS runs ($(nproc) cores, $(uname -r)); $(basename "$BIN") $(stat -c %s "$BIN") bytes"
-awk -F'\t' -v size="$SIZE_MIB" '
+awk -F'\t' -v size="$SIZE_MIB" -v rate_mib="$(python3 -c "import sys; r=sys.argv[1].lower(); print(float(r[:-1]) / 1024 if r.endswith('k') else float(r.rstrip('m')))" "$SLOW_RATE")" '
 function median(list,   n, a, i, j, t) {
     n = split(list, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -213,6 +227,10 @@ END {
         goal("CPU / curl, " t " (meterwise-auto)", C[t "|meterwise-auto"] / C[t "|curl"], 1.1, "%.2f")
         if ((t "|aria2c-x4") in A) goal("peak anon MiB, " t " (aria2c-x4 as the limit)", A[t "|meterwise-auto"], A[t "|aria2c-x4"], "%.1f")
         if (t ~ /^(https|h2)/) goal("most thrown away KiB in a run, " t " (meterwise-auto)", thrown[t "|meterwise-auto"] / 1024, 256, "%.0f")
+    }
+    if (("slow-range|meterwise-auto") in W) {
+        goal("wall s, slow-range (meterwise-auto; a quarter of the held-back 8 MiB segment alone)", W["slow-range|meterwise-auto"], 8 / rate_mib / 4, "%.2f")
+        goal("most thrown away KiB in a run, slow-range (meterwise-auto)", thrown["slow-range|meterwise-auto"] / 1024, 256, "%.0f")
     }
     if (("tmpfs|meterwise-auto-sha256") in C)
         goal("CPU with --print-sha256 / (curl + sha256sum)", C["tmpfs|meterwise-auto-sha256"] / C["tmpfs|curl+sha256sum"], 1.0, "%.2f")
