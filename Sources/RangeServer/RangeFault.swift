@@ -51,6 +51,9 @@ public enum RangeFault: Sendable {
     case capRanges(Int64)
     /// Send at about `bytesPerSecond` the responses whose body starts at byte `start` (one slow segment).
     case throttleAt(start: Int64, bytesPerSecond: Int)
+    /// Send `after` body bytes of every response whose body starts at byte `start`, then nothing for `seconds`,
+    /// then the rest (the head goes at once): a server slow to answer one range, or one that stalls mid-body.
+    case stallAt(start: Int64, after: Int64, seconds: Double)
     /// Send every byte of a response whose body starts off a multiple of `alignment` changed (XOR 0x5a): a cache
     /// that keeps whole blocks and spoils what it serves from the middle of one. A response that starts on a
     /// multiple is right.

@@ -14,6 +14,8 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
     var keepAlive = true
     var scheduled = false
     var started = NIODeadline.now()
+    /// When the response in progress reached its stall (`ResponsePlan.stall`).
+    var stalledAt: NIODeadline?
     /// Requests answered on this connection.
     var answered = 0
 
@@ -56,6 +58,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             stream = plan
             sent = 0
             started = .now()
+            stalledAt = nil
             if server.mutes { _ = context.channel.setOption(ChannelOptions.autoRead, value: false) }
             pump(context: context)
         }
@@ -85,10 +88,20 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             let elapsed = Double((NIODeadline.now() - started).nanoseconds) / 1e9
             budget = max(0, Int64(Double(bps) * elapsed) + Int64(bps / 50) - sent)
         }
+        if let stall = plan.stall, sent >= stall.after {
+            let at = stalledAt ?? .now()
+            stalledAt = at
+            if NIODeadline.now() - at < .nanoseconds(Int64(stall.seconds * 1e9)) { budget = 0 }
+        }
         var position = plan.start + sent
         var abort = false
         while context.channel.isWritable, position < plan.end, budget > 0, let content = plan.content {
             var n = min(64 * 1024, plan.end - position, budget)
+            if let stall = plan.stall, sent < stall.after {
+                n = min(n, stall.after - sent)
+            } else if plan.stall != nil, stalledAt == nil {
+                break  // the stall begins at the next turn
+            }
             if let cut = plan.cutAfter {
                 n = min(n, cut - sent)
                 if n <= 0 {
@@ -147,7 +160,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         context.flush()
-        if plan.throttle != nil, !scheduled {
+        if plan.throttle != nil || plan.stall != nil, !scheduled {
             scheduled = true
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: .milliseconds(20)) {

@@ -276,6 +276,9 @@ public final class RangeServer: Sendable {
         for f in flags {
             if case .throttle(let bps) = f { plan.throttle = bps }
             if case .throttleAt(let start, let bps) = f, plan.start == start { plan.throttle = bps }
+            if case .stallAt(let start, let after, let seconds) = f, plan.start == start {
+                plan.stall = (after, seconds)
+            }
             if case .corruptUnaligned(let alignment) = f, alignment > 0, plan.start % alignment != 0 {
                 plan.corrupt = plan.start..<plan.end
             }

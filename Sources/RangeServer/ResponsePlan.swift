@@ -10,6 +10,8 @@ struct ResponsePlan: Sendable {
     var cutAfter: Int64?
     var reset = false
     var throttle: Int?
+    /// Send this many body bytes, then nothing for `seconds` (`RangeFault.stallAt`).
+    var stall: (after: Int64, seconds: Double)?
     /// The object's bytes sent changed, where the body carries them (`RangeFault.corruptUnaligned`,
     /// `corruptRegion`); nil: none.
     var corrupt: Range<Int64>?

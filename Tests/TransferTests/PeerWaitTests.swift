@@ -149,6 +149,41 @@ struct PeerWaitTests {
         }
     }
 
+    /// A server slow to answer one range (every response starting at 4 MiB gets its body 2.5 s late), or one that
+    /// stalls a response mid-body for 10 s: the download ends in a few seconds, not after the stall, and never
+    /// hands one range back and forth between two segments (a cut of everything the slow request had left made the
+    /// next request start at the same byte, wait as long, and be cut in turn, for ever).
+    @Test(arguments: [(Int64(0), 2.5), (512 << 10, 10.0)])
+    func aRangeSlowToStartOrStalledDoesNotHoldTheDownload(after: Int64, seconds: Double) async throws {
+        try await Self.withServer(tls: false, faults: [.stallAt(start: 4 << 20, after: after, seconds: seconds)]) {
+            server, request, _ in
+            let clock = ContinuousClock()
+            let started = clock.now
+            let outcome = try await withThrowingTaskGroup(of: DownloadOutcome?.self) { group in
+                group.addTask { try await Download(request: request).run() }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(30))
+                    return nil
+                }
+                let first = try await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            let took = clock.now - started
+            guard case .completed(let result)? = outcome else {
+                Issue.record("not completed in 30 s: \(String(describing: outcome)); \(server.requests.count) requests")
+                return
+            }
+            #expect(result.sha256 == Self.content.sha256Hex())
+            #expect(took < .seconds(6), "took \(took)")
+            let asked = server.requests.filter { $0.start == 4 << 20 }.count
+            #expect(asked <= 2, "\(asked) requests started at 4 MiB")
+            #expect(
+                result.discardedBytes + result.refetchedBytes < 256 << 10,
+                "\(result) \(server.requests.map { "\($0.range ?? "-") \($0.status) \($0.bodyBytes)" })")
+        }
+    }
+
     /// Four segments over TLS: every request is answered in full (none is cut short), nothing received is
     /// thrown away, and every byte is fetched once.
     @Test func aSegmentedDownloadAsksOnlyForWhatItKeeps() async throws {

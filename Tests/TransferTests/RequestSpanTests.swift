@@ -54,17 +54,30 @@ struct RequestSpanTests {
     /// The wait for a request's first bytes is not its rate: a fast answer delayed by a busy CPU is not cut
     /// half a second after it was asked (a cut throws away what the kernel holds beyond it).
     @Test func aRequestIsJudgedOnItsBodyNotOnItsWaitForTheFirstBytes() {
-        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .milliseconds(600), body: nil))
-        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .milliseconds(1900), body: nil))
-        // Nothing written for two seconds: it cannot end within them.
-        #expect(RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .seconds(2), body: nil))
-        #expect(!RequestSpan.isTooSlow(left: 0, asked: .seconds(10), body: nil))
-        // Asked long ago, first bytes just now: not judged yet, whatever the wait.
-        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .seconds(1), body: (0, .milliseconds(100))))
-        // A crawl from its first bytes on: 128 KiB in a second with 2 MiB left is 16 s.
+        func cut(_ asked: Duration, _ body: RequestSpan.Body?, slowest: Duration = .zero) -> Int64? {
+            RequestSpan.cut(
+                left: 2 * Self.mib, remaining: 6 * Self.mib, asked: asked, body: body, slowestFirstBytes: slowest)
+        }
+        #expect(cut(.milliseconds(600), nil) == nil)
+        #expect(cut(.milliseconds(1900), nil) == nil)
+        // Nothing written for two seconds: too slow, and it keeps half its range, so whoever takes the rest asks
+        // from another byte (a server slow on one request's start made two segments hand it back and forth).
+        #expect(cut(.seconds(2), nil) == 3 * Self.mib)
+        // ...unless requests of this download wait that long for their first bytes anyway.
+        #expect(cut(.seconds(3), nil, slowest: .milliseconds(2500)) == nil)
+        #expect(cut(.seconds(5), nil, slowest: .milliseconds(2500)) == 3 * Self.mib)
         #expect(
-            RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .milliseconds(1100), body: (128 << 10, .seconds(1))))
-        #expect(!RequestSpan.isTooSlow(left: 2 * Self.mib, asked: .seconds(3), body: (2 * Self.mib, .seconds(1))))
+            RequestSpan.cut(left: 0, remaining: 6 * Self.mib, asked: .seconds(10), body: nil, slowestFirstBytes: .zero)
+                == nil)
+        // First bytes just now: not judged yet, whatever the wait.
+        #expect(cut(.seconds(1), .init(done: 0, elapsed: .milliseconds(100), quiet: .milliseconds(100))) == nil)
+        // Only its first bytes after a second: no rate yet...
+        #expect(cut(.seconds(1), .init(done: 0, elapsed: .seconds(1), quiet: .seconds(1))) == nil)
+        // ...and nothing more for two seconds is a stall: it keeps nothing.
+        #expect(cut(.seconds(3), .init(done: 512 << 10, elapsed: .seconds(3), quiet: .seconds(2))) == 0)
+        // A crawl from its first bytes on: 128 KiB in a second with 2 MiB left is 16 s; it keeps half a second's.
+        #expect(cut(.milliseconds(1100), .init(done: 128 << 10, elapsed: .seconds(1), quiet: .zero)) == 64 << 10)
+        #expect(cut(.seconds(3), .init(done: 2 * Self.mib, elapsed: .seconds(1), quiet: .zero)) == nil)
     }
 
     @Test func outlandishFiguresNeverTrap() {

@@ -126,7 +126,7 @@ final class FileWriter: Sendable {
             return false
         }
         if busy { return }
-        let pieces = file.pieces()
+        let pieces = file.pieces(forCheckpoint: true)
         let job: @Sendable () -> Void = { [self] in
             do throws(TransferError) {
                 try file.sync()

@@ -9,10 +9,10 @@ import Musl
 
 /// The `.part` file and the CRC-32C of every run of bytes as it is written.
 ///
-/// A run is what one writer wrote in order from where it started, within one chunk: a chunk normally holds
-/// one, and one more for each place where a segment took over the rest of another's range inside it (a cut
-/// into a request too slow to wait for, `RangePlan.assign`). Each run is a checkpoint piece of its own, so
-/// a chunk written by two segments is kept across a pause or a crash like any other.
+/// A run is bytes written in order from where a writer started, within one chunk: a chunk normally holds one,
+/// and one more for each gap left where a segment took over the rest of another's range inside it (a cut into
+/// a request too slow to wait for, `RangePlan.assign`); runs that meet are joined. Each run is a checkpoint
+/// piece of its own, so a chunk written by two segments is kept across a pause or a crash like any other.
 ///
 /// Confined to the `FileWriter` queue once the download runs (hence `@unchecked Sendable`): every
 /// method is called from one thread at a time.
@@ -25,8 +25,9 @@ final class PartialFile: @unchecked Sendable {
         var end: Int64 { start + filled }
     }
 
-    /// The most runs one chunk keeps (`ObjectLimits.piecesPerChunk`); the bytes of more are fetched again
-    /// after a resume.
+    /// The most runs of one chunk a checkpoint keeps (`ObjectLimits.piecesPerChunk`); the bytes of more are
+    /// fetched again after a resume. Runs that meet are joined, so a chunk holds more only while it has more
+    /// gaps than that.
     static let runsPerChunk = Int(ObjectLimits.piecesPerChunk)
 
     let path: String
@@ -137,7 +138,9 @@ final class PartialFile: @unchecked Sendable {
     }
 
     /// Feeds the runs with `raw`, written at `offset`: it continues the run that ends where it starts, or
-    /// starts a new one; a run it overwrites is forgotten, so no piece claims bytes another write changed.
+    /// starts a new one; a run it overwrites is forgotten, so no piece claims bytes another write changed; and
+    /// two runs that meet become one (`CRC32C.combine`), so a chunk written whole is one piece however many
+    /// segments wrote it.
     private func hash(_ raw: UnsafeRawBufferPointer, at offset: Int64) {
         var at = offset
         var rest = raw[...]
@@ -148,24 +151,39 @@ final class PartialFile: @unchecked Sendable {
             let upper = at + Int64(take)
             var runs = chunks[index] ?? []
             runs.removeAll { $0.end != at && $0.start < upper && $0.end > at }
-            if let i = runs.firstIndex(where: { $0.end == at }) {
+            var i: Int
+            if let continued = runs.firstIndex(where: { $0.end == at }) {
+                i = continued
                 runs[i].crc.update(slice)
                 runs[i].filled += Int64(take)
-            } else if runs.count < Self.runsPerChunk {
+            } else {
                 var crc = CRC32C()
                 crc.update(slice)
                 runs.append(Run(start: at, filled: Int64(take), crc: crc))
+                i = runs.count - 1
             }
-            chunks[index] = runs.isEmpty ? nil : runs
+            if let next = runs.firstIndex(where: { $0.start == upper }) {
+                let joined = CRC32C.combine(runs[i].crc.value, runs[next].crc.value, length: runs[next].filled)
+                runs[i].crc = CRC32C(value: joined)
+                runs[i].filled += runs[next].filled
+                runs.remove(at: next)
+            }
+            chunks[index] = runs
             at = upper
             rest = rest.dropFirst(take)
         }
     }
 
-    /// The verified pieces to record in a checkpoint (call after `sync`), in offset order.
-    func pieces() -> [Checkpoint.Piece] {
+    /// The verified pieces, in offset order (call after `sync` for a checkpoint). `forCheckpoint`: at most
+    /// `runsPerChunk` of a chunk, its longest (what else it holds is fetched again after a resume); otherwise
+    /// every run, as the next attempt of this run takes them.
+    func pieces(forCheckpoint: Bool = false) -> [Checkpoint.Piece] {
         chunks.keys.sorted().flatMap { index in
-            chunks[index]!.sorted { $0.start < $1.start }.map {
+            var runs = chunks[index]!
+            if forCheckpoint, runs.count > Self.runsPerChunk {
+                runs = Array(runs.sorted { $0.filled > $1.filled }.prefix(Self.runsPerChunk))
+            }
+            return runs.sorted { $0.start < $1.start }.map {
                 Checkpoint.Piece(offset: $0.start, length: $0.filled, crc32c: $0.crc.hex)
             }
         }

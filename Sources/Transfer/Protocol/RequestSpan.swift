@@ -39,24 +39,47 @@ public struct RequestSpan: Sendable, Equatable {
         return Double(left) / (Double(done) / elapsed.secondsDouble) > longest.secondsDouble
     }
 
-    /// Whether a request in flight, asked `asked` ago, is too slow to wait for: judged on its body alone
-    /// (`body`: bytes received since its first ones were written, and the time since), never on the wait for
-    /// its first bytes. That wait says nothing of the rate, and on a busy machine a fast answer's first bytes
-    /// can sit in the kernel past half a second while the segment waits for a CPU; a cut then throws away
-    /// what the kernel holds beyond it (hundreds of KiB on loopback). A request that has written nothing for
-    /// `longest` is too slow: it cannot end within it.
-    public static func isTooSlow(left: Int64, asked: Duration, body: (done: Int64, elapsed: Duration)?) -> Bool {
-        guard let body else { return left > 0 && asked >= longest }
-        return isTooSlow(left: left, done: body.done, elapsed: body.elapsed)
+    /// What is known of a request in flight's body: `done` bytes written since its first ones (those not counted),
+    /// `elapsed` since those, and `quiet` since its last write.
+    public struct Body: Sendable, Equatable {
+        public var done: Int64
+        public var elapsed: Duration
+        public var quiet: Duration
+
+        public init(done: Int64, elapsed: Duration, quiet: Duration) {
+            self.done = done
+            self.elapsed = elapsed
+            self.quiet = quiet
+        }
     }
 
-    /// What a request too slow to wait for keeps when another segment cuts into it: what it receives in
-    /// `judged` at the rate its body came (`done` bytes in `elapsed`), so the cut falls past the bytes already
-    /// on their way to it and throws little away; nothing when none came yet.
-    public static func keptAtCut(done: Int64, elapsed: Duration) -> Int64 {
-        let seconds = elapsed.secondsDouble
-        guard done > 0, seconds > 0 else { return 0 }
-        let kept = Double(done) / seconds * judged.secondsDouble
+    /// Whether a request in flight is too slow to wait for, and if so how much of its segment's range it keeps
+    /// when an idle segment cuts into it (nil: wait for it). `left`: what its request has left; `remaining`: what
+    /// its segment's range has left; `asked`: since it was asked; `body`: nil before its first bytes were written;
+    /// `slowestFirstBytes`: the longest any request of this download waited for its first bytes.
+    ///
+    /// - No bytes yet: the wait for the first bytes says nothing of the rate (on a busy machine a fast answer's
+    ///   first bytes can sit in the kernel for half a second while its segment waits for a CPU). After `longest`,
+    ///   and twice the slowest first bytes seen, it is too slow and keeps half of its range: whoever takes the
+    ///   rest asks from another byte, so a server slow to answer one request, or slow to answer every one, does
+    ///   not make two segments hand one range back and forth.
+    /// - Bytes, then nothing for `longest`: a stall; it keeps nothing.
+    /// - Otherwise judged on its body's rate from its first bytes (after `judged`): too slow when the rest would
+    ///   take more than `longest`; it keeps what it receives in `judged` at that rate, so the cut falls past the
+    ///   bytes already on their way to it and throws little away.
+    public static func cut(
+        left: Int64, remaining: Int64, asked: Duration, body: Body?, slowestFirstBytes: Duration
+    ) -> Int64? {
+        guard left > 0, remaining > 1 else { return nil }
+        guard let body else {
+            guard asked >= longest, asked >= slowestFirstBytes * 2 else { return nil }
+            return remaining / 2
+        }
+        if body.quiet >= longest { return 0 }
+        // Its first bytes alone say no rate yet: a stall shows as quiet above.
+        guard body.done > 0, isTooSlow(left: left, done: body.done, elapsed: body.elapsed) else { return nil }
+        let seconds = body.elapsed.secondsDouble
+        let kept = Double(body.done) / seconds * judged.secondsDouble
         guard kept.isFinite, kept < Double(ObjectLimits.maxBytes) else { return ObjectLimits.maxBytes }
         return Int64(kept)
     }
@@ -77,9 +100,10 @@ public struct RequestSpan: Sendable, Equatable {
         self.requests = roundTrip == nil ? 0 : 2
     }
 
-    /// Takes a finished request's figures: `bytes` of body received over `elapsed` from sending it, its
-    /// head after `head`. Requests too short to say anything (under 64 KiB) are not taken, and the first
-    /// one's head is not a round trip (it waited for the connection to open).
+    /// Takes a finished request's figures: `bytes` of body received over `elapsed` from its first bytes, which
+    /// came `head` after it was sent (its head, or later when the server sent the body after the head). Requests
+    /// too short to say anything (under 64 KiB) are not taken, and the first one's head is not a round trip (it
+    /// waited for the connection to open).
     public mutating func record(bytes: Int64, elapsed: Duration, head: Duration) {
         let seconds = elapsed.secondsDouble
         guard bytes >= 64 << 10, seconds > 0, head >= .zero else { return }

@@ -76,7 +76,7 @@ extension DownloadRun {
             var workers = 0
             if let total = board.plan.total {
                 let n = max(
-                    1, min(board.parts(total: total), Int(board.plan.remainingBytes / max(1, board.plan.chunkSize)) + 1)
+                    1, min(board.parts(total: total), Int(board.plan.remainingBytes / board.plan.grain) + 1)
                 )
                 board.split(into: n)
                 let c = board.counters
@@ -589,9 +589,11 @@ extension DownloadRun {
         let allowance = request.allowance
         let limit = request.maxSize ?? ObjectLimits.maxBytes
         var speed = LowSpeedWindow(limit: request.lowSpeedLimit, window: request.lowSpeedTime, start: .now)
+        var firstBytes: ContinuousClock.Instant?
         do {
             for try await buffer in body {
                 let n = buffer.readableBytes
+                if firstBytes == nil { firstBytes = .now }
                 board.received(n)
                 onBytes?(n)
                 let end = min(board.end(of: id), asked)
@@ -641,7 +643,10 @@ extension DownloadRun {
         if Task.isCancelled { return .end(.ended) }
         let end = min(board.end(of: id), asked)
         if position >= end {
-            span.record(bytes: position - offset, elapsed: .now - timing.sent, head: timing.head)
+            // A server may send the head at once and the body later: the wait for the body is the request's
+            // round trip, and what follows its rate.
+            let body = firstBytes ?? timing.sent
+            span.record(bytes: position - offset, elapsed: .now - body, head: max(timing.head, body - timing.sent))
             return .rangeDone
         }
         if end == RangePlan.unknownEnd {

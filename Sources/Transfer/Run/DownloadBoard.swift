@@ -16,6 +16,8 @@ final class DownloadBoard: Sendable {
         /// When each segment's request in flight was asked, and where and when its first body bytes were written
         /// (for `RequestSpan.isTooSlow`).
         var requestStarts: [Int: RequestStart] = [:]
+        /// The longest a request of this attempt waited for its first bytes to be written (`RequestSpan.cut`).
+        var slowestFirstBytes: Duration = .zero
         var resumedBytes: Int64
         var written: Int64 = 0
         var fetched: Int64 = 0
@@ -46,6 +48,13 @@ final class DownloadBoard: Sendable {
     struct RequestStart {
         var at: ContinuousClock.Instant
         var firstWrite: (next: Int64, at: ContinuousClock.Instant)?
+        /// The last write (or when it was asked, before the first).
+        var lastWrite: ContinuousClock.Instant
+
+        init(at: ContinuousClock.Instant) {
+            self.at = at
+            self.lastWrite = at
+        }
     }
 
     let state: Mutex<State>
@@ -138,17 +147,19 @@ final class DownloadBoard: Sendable {
     var plan: RangePlan { state.withLock { $0.plan } }
 
     /// `segment`'s next range (`RangePlan.assign`); a request of another segment that is too slow to wait for
-    /// (`RequestSpan.isTooSlow`) may be cut, past what it should receive meanwhile (`RequestSpan.keptAtCut`).
+    /// may be cut, past what it keeps (`RequestSpan.cut`).
     func assign(_ segment: Int) -> RangePlan.Assignment? {
         let now = ContinuousClock.now
         return state.withLock { s in
             var slow: [Int: Int64] = [:]
             for (id, a) in s.plan.active where id != segment && a.requested > a.next {
                 guard let start = s.requestStarts[id] else { continue }
-                let body = start.firstWrite.map { (done: a.next - $0.next, elapsed: now - $0.at) }
-                if RequestSpan.isTooSlow(left: a.requested - a.next, asked: now - start.at, body: body) {
-                    slow[id] = body.map { RequestSpan.keptAtCut(done: $0.done, elapsed: $0.elapsed) } ?? 0
+                let body = start.firstWrite.map {
+                    RequestSpan.Body(done: a.next - $0.next, elapsed: now - $0.at, quiet: now - start.lastWrite)
                 }
+                slow[id] = RequestSpan.cut(
+                    left: a.requested - a.next, remaining: a.remaining, asked: now - start.at, body: body,
+                    slowestFirstBytes: s.slowestFirstBytes)
             }
             return s.plan.assign(segment: segment, slow: slow)
         }
@@ -263,8 +274,12 @@ final class DownloadBoard: Sendable {
     func advance(_ segment: Int, to position: Int64, wrote n: Int) {
         let now = ContinuousClock.now
         state.withLock { s in
-            if s.requestStarts[segment]?.firstWrite == nil {
-                s.requestStarts[segment]?.firstWrite = (s.plan.next(of: segment), now)
+            if let start = s.requestStarts[segment] {
+                if start.firstWrite == nil {
+                    s.requestStarts[segment]?.firstWrite = (s.plan.next(of: segment), now)
+                    s.slowestFirstBytes = max(s.slowestFirstBytes, now - start.at)
+                }
+                s.requestStarts[segment]?.lastWrite = now
             }
             s.plan.advance(segment: segment, to: position)
             s.written += Int64(n)

@@ -176,7 +176,8 @@ struct DownloadRun: Sendable {
             if good.count < cp.pieces.count {
                 download.sink.yield(
                     .warning(
-                        "\(cp.pieces.count - good.count) damaged chunk(s) in the partial file will be fetched again.")
+                        "\(cp.pieces.count - good.count) piece(s) the checkpoint lists do not match the partial file (damaged, overlapping or out of place); their bytes will be fetched again."
+                    )
                 )
             }
             known = KnownObject(
