@@ -66,6 +66,11 @@ struct RequestSpanTests {
         // ...unless requests of this download wait that long for their first bytes anyway.
         #expect(cut(.seconds(3), nil, slowest: .milliseconds(2500)) == nil)
         #expect(cut(.seconds(5), nil, slowest: .milliseconds(2500)) == 3 * Self.mib)
+        // Not into halves under 256 KiB: a request each for little.
+        #expect(
+            RequestSpan.cut(
+                left: 400 << 10, remaining: 400 << 10, asked: .seconds(3), body: nil, slowestFirstBytes: .zero)
+                == nil)
         #expect(
             RequestSpan.cut(left: 0, remaining: 6 * Self.mib, asked: .seconds(10), body: nil, slowestFirstBytes: .zero)
                 == nil)

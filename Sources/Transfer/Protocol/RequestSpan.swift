@@ -60,9 +60,9 @@ public struct RequestSpan: Sendable, Equatable {
     ///
     /// - No bytes yet: the wait for the first bytes says nothing of the rate (on a busy machine a fast answer's
     ///   first bytes can sit in the kernel for half a second while its segment waits for a CPU). After `longest`,
-    ///   and twice the slowest first bytes seen, it is too slow and keeps half of its range: whoever takes the
-    ///   rest asks from another byte, so a server slow to answer one request, or slow to answer every one, does
-    ///   not make two segments hand one range back and forth.
+    ///   and twice the slowest first bytes seen, it is too slow and keeps half of its range (when that is at least
+    ///   `least`): whoever takes the rest asks from another byte, so a server slow to answer one request, or slow
+    ///   to answer every one, does not make two segments hand one range back and forth.
     /// - Bytes, then nothing for `longest`: a stall; it keeps nothing.
     /// - Otherwise judged on its body's rate from its first bytes (after `judged`): too slow when the rest would
     ///   take more than `longest`; it keeps what it receives in `judged` at that rate, so the cut falls past the
@@ -72,7 +72,8 @@ public struct RequestSpan: Sendable, Equatable {
     ) -> Int64? {
         guard left > 0, remaining > 1 else { return nil }
         guard let body else {
-            guard asked >= longest, asked >= slowestFirstBytes * 2 else { return nil }
+            // Halves under `least` would cost a request each for little: the rest is left to it.
+            guard asked >= longest, asked >= slowestFirstBytes * 2, remaining >= 2 * least else { return nil }
             return remaining / 2
         }
         if body.quiet >= longest { return 0 }
