@@ -14,7 +14,7 @@ final class DownloadBoard: Sendable {
         /// The segments this attempt runs, once decided (nil before the first response of a fresh download).
         var segments: Int?
         /// When each segment's request in flight was asked, and where and when its first body bytes were written
-        /// (for `RequestSpan.isTooSlow`).
+        /// (for `RequestSpan.cut`).
         var requestStarts: [Int: RequestStart] = [:]
         /// The longest a request of this attempt waited for its first bytes to be written (`RequestSpan.cut`).
         var slowestFirstBytes: Duration = .zero
