@@ -149,9 +149,11 @@ final class PartialFile: @unchecked Sendable {
             let take = Int(min(Int64(rest.count), (index + 1) * chunkSize - at))
             let slice = UnsafeRawBufferPointer(rebasing: rest.prefix(take))
             let upper = at + Int64(take)
-            var runs = chunks[index] ?? []
+            // Taken out of the dictionary, not copied: the array is then changed in place, with no allocation
+            // per write.
+            var runs = chunks.removeValue(forKey: index) ?? []
             runs.removeAll { $0.end != at && $0.start < upper && $0.end > at }
-            var i: Int
+            let i: Int
             if let continued = runs.firstIndex(where: { $0.end == at }) {
                 i = continued
                 runs[i].crc.update(slice)
