@@ -17,7 +17,13 @@ uint32_t mw_crc32c_update(uint32_t crc, const void *data, size_t length);
 /// The same, always with the table: the reference the hardware path is tested against.
 uint32_t mw_crc32c_software(uint32_t crc, const void *data, size_t length);
 
-/// The path `mw_crc32c_update` takes on this CPU: "sse4.2", "armv8-crc" or "software".
+/// The path `mw_crc32c_update` takes on this CPU: "sse4.2" (three lanes of `crc32`), "sse4.2+pclmul" (folding
+/// with carry-less multiplication, where it timed faster at the first call), "armv8-crc" or "software".
 const char *mw_crc32c_implementation(void);
+
+/// The same as `mw_crc32c_update` through one named path ("sse4.2", "sse4.2+pclmul", "armv8-crc", "software"),
+/// so that tests check each path the CPU has whichever was chosen; 0 in `*ran` when this CPU lacks it (then the
+/// result is the table's).
+uint32_t mw_crc32c_through(const char *path, uint32_t crc, const void *data, size_t length, int *ran);
 
 #endif
