@@ -49,8 +49,10 @@ public enum RangeFault: Sendable {
     /// Answer a range with at most this many bytes: a valid 206 for the first part of what was asked (some
     /// CDNs cap the size of a range).
     case capRanges(Int64)
-    /// Send at about `bytesPerSecond` the responses whose body starts at byte `start` (one slow segment).
-    case throttleAt(start: Int64, bytesPerSecond: Int)
+    /// Send at about `bytesPerSecond` the responses whose body starts at byte `start` (one slow segment), after
+    /// their first `burst` bytes at once (a server whose rate limit starts after a first burst, as nginx's
+    /// `limit_rate_after`).
+    case throttleAt(start: Int64, bytesPerSecond: Int, burst: Int64 = 0)
     /// Send `after` body bytes of every response whose body starts at byte `start`, then nothing for `seconds`,
     /// then the rest (the head goes at once): a server slow to answer one range, or one that stalls mid-body.
     case stallAt(start: Int64, after: Int64, seconds: Double)

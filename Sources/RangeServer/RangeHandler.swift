@@ -86,7 +86,7 @@ final class RangeHandler: ChannelInboundHandler, RemovableChannelHandler {
         var budget = Int64.max
         if let bps = plan.throttle {
             let elapsed = Double((NIODeadline.now() - started).nanoseconds) / 1e9
-            budget = max(0, Int64(Double(bps) * elapsed) + Int64(bps / 50) - sent)
+            budget = max(0, plan.burst + Int64(Double(bps) * elapsed) + Int64(bps / 50) - sent)
         }
         if let stall = plan.stall, sent >= stall.after {
             let at = stalledAt ?? .now()

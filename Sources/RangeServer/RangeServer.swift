@@ -275,7 +275,10 @@ public final class RangeServer: Sendable {
         }
         for f in flags {
             if case .throttle(let bps) = f { plan.throttle = bps }
-            if case .throttleAt(let start, let bps) = f, plan.start == start { plan.throttle = bps }
+            if case .throttleAt(let start, let bps, let burst) = f, plan.start == start {
+                plan.throttle = bps
+                plan.burst = burst
+            }
             if case .stallAt(let start, let after, let seconds) = f, plan.start == start {
                 plan.stall = (after, seconds)
             }

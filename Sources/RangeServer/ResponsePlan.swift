@@ -10,6 +10,8 @@ struct ResponsePlan: Sendable {
     var cutAfter: Int64?
     var reset = false
     var throttle: Int?
+    /// Body bytes sent at once before `throttle` applies (`RangeFault.throttleAt`).
+    var burst: Int64 = 0
     /// Send this many body bytes, then nothing for `seconds` (`RangeFault.stallAt`).
     var stall: (after: Int64, seconds: Double)?
     /// The object's bytes sent changed, where the body carries them (`RangeFault.corruptUnaligned`,

@@ -55,6 +55,25 @@ struct PartialFileTests {
         }
     }
 
+    /// A pause while a large partial file is checked ends the check at the next megabyte: nothing is returned, so
+    /// nothing kept so far can become the checkpoint (a 64 GiB sparse partial was read for a minute under SIGTERM).
+    @Test func aStopEndsTheCheckAtTheNextMegabyte() throws {
+        try Self.withFile { _, open in
+            let file = try open()
+            try Self.write(file, 0..<Int64(Self.bytes.count))
+            let pieces = file.pieces()
+            #expect(pieces.count == 4)
+            var asked = 0
+            let stopped = try open().verify(pieces) {
+                asked += 1
+                return asked > 2
+            }
+            #expect(stopped == nil)
+            #expect(asked == 3)
+            #expect(try open().verify(pieces) { false } == pieces)
+        }
+    }
+
     @Test func aDamagedPieceIsTheOnlyOneDropped() throws {
         try Self.withFile { path, open in
             let file = try open()

@@ -149,6 +149,31 @@ struct PeerWaitTests {
         }
     }
 
+    /// One segment's request gets its first megabyte at once and the rest at 256 KiB/s (a rate limit that starts
+    /// after a burst): judged on its whole body's average, it looked fast enough to wait for until its end, 4 s
+    /// later; judged on its last half second to second, it is cut about a second in.
+    @Test func aRequestThatCrawlsAfterAFastStartIsCut() async throws {
+        try await Self.withServer(
+            tls: false, faults: [.throttleAt(start: 4 << 20, bytesPerSecond: 256 << 10, burst: 1 << 20)]
+        ) { server, request, _ in
+            let clock = ContinuousClock()
+            let started = clock.now
+            let outcome = try await Download(request: request).run()
+            let took = clock.now - started
+            guard case .completed(let result) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(result.sha256 == Self.content.sha256Hex())
+            let slow = server.requests.filter { $0.start == 4 << 20 }
+            #expect(slow.count == 1, "\(server.requests)")
+            #expect(took < .milliseconds(2500), "took \(took)")
+            #expect(
+                result.discardedBytes + result.refetchedBytes < 256 << 10,
+                "\(result) \(server.requests.map { "\($0.range ?? "-") \($0.status) \($0.bodyBytes)" })")
+        }
+    }
+
     /// A server slow to answer one range (every response starting at 4 MiB gets its body 2.5 s late), or one that
     /// stalls a response mid-body for 10 s: the download ends in a few seconds, not after the stall, and never
     /// hands one range back and forth between two segments (a cut of everything the slow request had left made the

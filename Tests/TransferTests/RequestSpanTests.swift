@@ -85,6 +85,37 @@ struct RequestSpanTests {
         #expect(cut(.seconds(3), .init(done: 2 * Self.mib, elapsed: .seconds(1), quiet: .zero)) == nil)
     }
 
+    /// A request's rate is judged from its first bytes, then over its last half second to second: a megabyte at
+    /// once and then 256 KiB/s shows the crawl a second in (its whole body's average hid it to the end).
+    @Test func aRequestsRateIsJudgedOverItsLastHalfSecondToSecond() throws {
+        let t0 = ContinuousClock.now
+        var start = DownloadBoard.RequestStart(at: t0)
+        #expect(start.window == nil)
+        // The first write's bytes are not counted: the window starts where it started.
+        start.wrote(from: 0, to: 64 << 10, at: t0 + .milliseconds(10))
+        #expect(start.window?.next == 0)
+        // The burst: a megabyte within 20 ms, then 256 KiB/s, a write every 50 ms.
+        start.wrote(from: 64 << 10, to: Self.mib, at: t0 + .milliseconds(30))
+        var position = Self.mib
+        var now = t0 + .milliseconds(30)
+        while now < t0 + .milliseconds(1030) {
+            now += .milliseconds(50)
+            position += 256 << 10 / 20
+            start.wrote(from: position - (256 << 10 / 20), to: position, at: now)
+        }
+        let window = try #require(start.window)
+        let elapsed = now - window.at
+        #expect(elapsed >= RequestSpan.judged && elapsed < .seconds(1), "\(elapsed)")
+        let rate = Double(position - window.next) / elapsed.secondsDouble
+        #expect(abs(rate - Double(256 << 10)) < Double(32 << 10), "\(rate)")
+        // Judged on that window, the rest of a 2 MiB request is too slow to wait for.
+        let body = RequestSpan.Body(done: position - window.next, elapsed: elapsed, quiet: .zero)
+        let kept = RequestSpan.cut(
+            left: 2 * Self.mib - position, remaining: 2 * Self.mib - position, asked: now - t0, body: body,
+            slowestFirstBytes: .zero)
+        #expect(kept != nil && kept! < 256 << 10, "\(String(describing: kept))")
+    }
+
     @Test func outlandishFiguresNeverTrap() {
         #expect(
             RequestSpan(rate: .infinity, roundTrip: .seconds(1)).bytes(

@@ -81,7 +81,9 @@ final class PartialFile: @unchecked Sendable {
     /// the sha256 of a version 1 checkpoint) and returns them (the others are damaged and will be fetched
     /// again). A piece must lie within one chunk and not overlap one kept before it, so no byte of the file
     /// is read twice whatever the checkpoint says. The runs kept go on with a CRC-32C either way.
-    func verify(_ pieces: [Checkpoint.Piece]) -> [Checkpoint.Piece] {
+    /// `stop` is asked before each megabyte read: true ends the check and returns nil (a pause or a cancel while a
+    /// large partial file is read), and the caller must not write a checkpoint from what was kept so far.
+    func verify(_ pieces: [Checkpoint.Piece], stop: () -> Bool = { false }) -> [Checkpoint.Piece]? {
         var good: [Checkpoint.Piece] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var checked: Int64 = 0
@@ -96,6 +98,7 @@ final class PartialFile: @unchecked Sendable {
             let inOrder = digests && piece.offset == frontier
             var full = fullHasher
             while at < piece.offset + piece.length {
+                if stop() { return nil }
                 let want = Int(min(Int64(buffer.count), piece.offset + piece.length - at))
                 let n = buffer.withUnsafeMutableBytes {
                     FileIO.preadFully(fd: fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: at)

@@ -39,8 +39,10 @@ public struct RequestSpan: Sendable, Equatable {
         return Double(left) / (Double(done) / elapsed.secondsDouble) > longest.secondsDouble
     }
 
-    /// What is known of a request in flight's body: `done` bytes written since its first ones (those not counted),
-    /// `elapsed` since those, and `quiet` since its last write.
+    /// What is known of a request in flight's body: `done` bytes written over the window its rate is judged on,
+    /// which lasts `elapsed`, and `quiet` since its last write. The window starts at its first bytes (those not
+    /// counted) and, once its body has come for a second, half a second to a second back (`DownloadBoard`), so a
+    /// request whose first megabyte came at once and the rest at a crawl is judged on the crawl.
     public struct Body: Sendable, Equatable {
         public var done: Int64
         public var elapsed: Duration
@@ -64,9 +66,10 @@ public struct RequestSpan: Sendable, Equatable {
     ///   `least`): whoever takes the rest asks from another byte, so a server slow to answer one request, or slow
     ///   to answer every one, does not make two segments hand one range back and forth.
     /// - Bytes, then nothing for `longest`: a stall; it keeps nothing.
-    /// - Otherwise judged on its body's rate from its first bytes (after `judged`): too slow when the rest would
-    ///   take more than `longest`; it keeps what it receives in `judged` at that rate, so the cut falls past the
-    ///   bytes already on their way to it and throws little away.
+    /// - Otherwise judged on its body's rate over the window (once it lasts `judged`): too slow when the rest
+    ///   would take more than `longest`; it keeps what it receives in `judged` at that rate, so the cut falls past
+    ///   the bytes already on their way to it and throws little away. The window never starts before the first
+    ///   bytes: on a busy machine they can wait for a CPU, and that wait is not the body's rate.
     public static func cut(
         left: Int64, remaining: Int64, asked: Duration, body: Body?, slowestFirstBytes: Duration
     ) -> Int64? {

@@ -360,6 +360,9 @@ public final class Download: Sendable {
         return stream
     }
 
+    /// The stop asked for and not yet carried out, if any.
+    var pendingStop: StopReason? { control.withLock { $0.stopRequested } }
+
     /// The source address the next connections are bound to (`setLocalAddress`); nil: any.
     public var localAddress: String? { control.withLock { $0.localAddress } }
 

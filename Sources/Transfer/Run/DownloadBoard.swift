@@ -43,17 +43,39 @@ final class DownloadBoard: Sendable {
         var redirected: String?
     }
 
-    /// One request in flight: when it was asked, and where and when its first body bytes were written (those
-    /// bytes not counted: a rate is taken from them on).
+    /// One request in flight: when it was asked, and where and when its body bytes were written.
     struct RequestStart {
         var at: ContinuousClock.Instant
+        /// Where and when its first body bytes were written (those bytes not counted: a rate is taken from them on).
         var firstWrite: (next: Int64, at: ContinuousClock.Instant)?
+        /// Marks taken at writes at least `RequestSpan.judged` apart, from the first write on: its rate is judged
+        /// from the one before the last (`window`), so over its last half second to second, not its whole body (a
+        /// request whose first megabyte came at once and the rest at a crawl showed a fast average for seconds).
+        var mark: (next: Int64, at: ContinuousClock.Instant)?
+        var markBefore: (next: Int64, at: ContinuousClock.Instant)?
         /// The last write (or when it was asked, before the first).
         var lastWrite: ContinuousClock.Instant
 
         init(at: ContinuousClock.Instant) {
             self.at = at
             self.lastWrite = at
+        }
+
+        /// Where and when the window its rate is judged over starts.
+        var window: (next: Int64, at: ContinuousClock.Instant)? { markBefore ?? firstWrite }
+
+        /// A write at `now` took the request from byte `from` to `to`.
+        mutating func wrote(from: Int64, to: Int64, at now: ContinuousClock.Instant) {
+            lastWrite = now
+            guard let mark else {
+                firstWrite = (from, now)
+                self.mark = (from, now)
+                return
+            }
+            if now - mark.at >= RequestSpan.judged {
+                markBefore = mark
+                self.mark = (to, now)
+            }
         }
     }
 
@@ -154,7 +176,7 @@ final class DownloadBoard: Sendable {
             var slow: [Int: Int64] = [:]
             for (id, a) in s.plan.active where id != segment && a.requested > a.next {
                 guard let start = s.requestStarts[id] else { continue }
-                let body = start.firstWrite.map {
+                let body = start.window.map {
                     RequestSpan.Body(done: a.next - $0.next, elapsed: now - $0.at, quiet: now - start.lastWrite)
                 }
                 slow[id] = RequestSpan.cut(
@@ -275,11 +297,8 @@ final class DownloadBoard: Sendable {
         let now = ContinuousClock.now
         state.withLock { s in
             if let start = s.requestStarts[segment] {
-                if start.firstWrite == nil {
-                    s.requestStarts[segment]?.firstWrite = (s.plan.next(of: segment), now)
-                    s.slowestFirstBytes = max(s.slowestFirstBytes, now - start.at)
-                }
-                s.requestStarts[segment]?.lastWrite = now
+                if start.firstWrite == nil { s.slowestFirstBytes = max(s.slowestFirstBytes, now - start.at) }
+                s.requestStarts[segment]?.wrote(from: s.plan.next(of: segment), to: position, at: now)
             }
             s.plan.advance(segment: segment, to: position)
             s.written += Int64(n)

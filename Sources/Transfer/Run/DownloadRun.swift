@@ -172,7 +172,18 @@ struct DownloadRun: Sendable {
             file = try PartialFile(
                 fd: fd, path: partialPath, chunkSize: cp.chunkSize, total: cp.totalBytes, truncate: false,
                 digests: request.wantsSHA256)
-            let good = file.verify(cp.pieces)
+            // A pause or a cancel while a large partial file is checked ends the check: the checkpoint stays as it
+            // was (one written from the pieces checked so far would lose the rest).
+            guard let good = file.verify(cp.pieces, stop: { download.pendingStop != nil }) else {
+                if download.pendingStop == .cancel { return .cancelled }
+                let progress = DownloadProgress(
+                    bytesDone: cp.bytesDone, totalBytes: cp.totalBytes, bytesFetched: 0, bytesPerSecond: 0,
+                    activeSegments: 0, discardedBytes: 0)
+                download.setPausedProgress(progress)
+                download.sink.yield(.paused(progress))
+                logger.info("paused while the partial file was checked", metadata: ["bytes": "\(cp.bytesDone)"])
+                return .paused
+            }
             if good.count < cp.pieces.count {
                 download.sink.yield(
                     .warning(
