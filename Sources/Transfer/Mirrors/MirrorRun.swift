@@ -301,7 +301,22 @@ struct MirrorRun: Sendable {
             throw problem
         }
         if let record {
-            (verified, crcs) = recheck(record, fd: partial.fd, check: check)
+            // A pause or a cancel while a large partial file is checked ends the check; the record stays as it was.
+            guard let checked = recheck(record, fd: partial.fd, check: check, stop: { download.pendingStop != nil })
+            else {
+                if download.pendingStop == .cancel {
+                    try? directory.remove(names.mirrorPartial)
+                    try? directory.remove(names.pieceRecord)
+                    return .cancelled
+                }
+                let progress = DownloadProgress(
+                    bytesDone: min(total, have), totalBytes: total, bytesFetched: 0, bytesPerSecond: 0,
+                    activeSegments: 0, discardedBytes: 0)
+                download.setPausedProgress(progress)
+                download.sink.yield(.paused(progress))
+                return .paused
+            }
+            (verified, crcs) = checked
             let kept = verified.filter { $0 }.count
             let claimed = record.verified.filter { $0 }.count
             if kept < claimed {
@@ -428,12 +443,16 @@ struct MirrorRun: Sendable {
                 resumedBytes: kept, discardedBytes: counts.discarded))
     }
 
-    /// The pieces of `record` that still pass their check in the partial file.
-    func recheck(_ record: PieceRecord, fd: Int32, check: PieceCheck) -> ([Bool], [UInt32]) {
+    /// The pieces of `record` that still pass their check in the partial file; nil when `stop`, asked before each
+    /// piece, said to end the check (a pause or a cancel).
+    func recheck(_ record: PieceRecord, fd: Int32, check: PieceCheck, stop: () -> Bool = { false }) -> (
+        [Bool], [UInt32]
+    )? {
         let board = PieceBoard(total: record.total, pieceLength: record.pieceLength)
         var verified = record.verified
         var crcs = record.crcs
         for piece in 0..<verified.count where verified[piece] {
+            if stop() { return nil }
             let range = board.range(ofPiece: piece)
             switch check {
             case .hashes:
