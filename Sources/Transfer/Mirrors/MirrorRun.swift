@@ -302,8 +302,11 @@ struct MirrorRun: Sendable {
         }
         if let record {
             // A pause or a cancel while a large partial file is checked ends the check; the record stays as it was.
-            guard let checked = recheck(record, fd: partial.fd, check: check, stop: { download.pendingStop != nil })
-            else {
+            let (fd, download) = (partial.fd, download)
+            let checked = await OffThePool.run { [self] in
+                recheck(record, fd: fd, check: check, stop: { download.pendingStop != nil })
+            }
+            guard let checked else {
                 if download.pendingStop == .cancel {
                     try? directory.remove(names.mirrorPartial)
                     try? directory.remove(names.pieceRecord)

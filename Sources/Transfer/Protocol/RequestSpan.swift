@@ -29,6 +29,9 @@ public struct RequestSpan: Sendable, Equatable {
 
     /// A request is judged for slowness (`isTooSlow`) once it has run this long.
     public static let judged: Duration = .milliseconds(500)
+    /// No request of the download has received a byte for this long: the process or every path was held up (a
+    /// freeze, a suspended machine, a CPU taken by others), and no request's rate says anything of its own.
+    public static let heldUp: Duration = .milliseconds(250)
 
     /// Whether a request in flight that received `done` bytes in `elapsed` and has `left` to go would take
     /// longer than `longest` to finish at that rate: then an idle segment may cut into it rather than wait
@@ -58,7 +61,8 @@ public struct RequestSpan: Sendable, Equatable {
     /// Whether a request in flight is too slow to wait for, and if so how much of its segment's range it keeps
     /// when an idle segment cuts into it (nil: wait for it). `left`: what its request has left; `remaining`: what
     /// its segment's range has left; `asked`: since it was asked; `body`: nil before its first bytes were written;
-    /// `slowestFirstBytes`: the longest any request of this download waited for its first bytes.
+    /// `slowestFirstBytes`: the longest any request of this download waited for its first bytes; `sinceAnyBytes`: since
+    /// any request of the download last received bytes.
     ///
     /// - No bytes yet: the wait for the first bytes says nothing of the rate (on a busy machine a fast answer's
     ///   first bytes can sit in the kernel for half a second while its segment waits for a CPU). After `longest`,
@@ -66,12 +70,15 @@ public struct RequestSpan: Sendable, Equatable {
     ///   `least`): whoever takes the rest asks from another byte, so a server slow to answer one request, or slow
     ///   to answer every one, does not make two segments hand one range back and forth.
     /// - Bytes, then nothing for `longest`: a stall; it keeps nothing.
+    /// - No request of the download received anything for `heldUp`: not judged on its rate (after a freeze of the
+    ///   process every window looks slow while the kernel holds what came meanwhile, which a cut would throw away).
     /// - Otherwise judged on its body's rate over the window (once it lasts `judged`): too slow when the rest
     ///   would take more than `longest`; it keeps what it receives in `judged` at that rate, so the cut falls past
     ///   the bytes already on their way to it and throws little away. The window never starts before the first
     ///   bytes: on a busy machine they can wait for a CPU, and that wait is not the body's rate.
     public static func cut(
-        left: Int64, remaining: Int64, asked: Duration, body: Body?, slowestFirstBytes: Duration
+        left: Int64, remaining: Int64, asked: Duration, body: Body?, slowestFirstBytes: Duration,
+        sinceAnyBytes: Duration = .zero
     ) -> Int64? {
         guard left > 0, remaining > 1 else { return nil }
         guard let body else {
@@ -80,6 +87,7 @@ public struct RequestSpan: Sendable, Equatable {
             return remaining / 2
         }
         if body.quiet >= longest { return 0 }
+        if sinceAnyBytes >= heldUp { return nil }
         // Its first bytes alone say no rate yet: a stall shows as quiet above.
         guard body.done > 0, isTooSlow(left: left, done: body.done, elapsed: body.elapsed) else { return nil }
         let seconds = body.elapsed.secondsDouble

@@ -181,7 +181,7 @@ final class DownloadBoard: Sendable {
                 }
                 slow[id] = RequestSpan.cut(
                     left: a.requested - a.next, remaining: a.remaining, asked: now - start.at, body: body,
-                    slowestFirstBytes: s.slowestFirstBytes)
+                    slowestFirstBytes: s.slowestFirstBytes, sinceAnyBytes: now - s.lastReceive)
             }
             return s.plan.assign(segment: segment, slow: slow)
         }

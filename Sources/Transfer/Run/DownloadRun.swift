@@ -174,7 +174,10 @@ struct DownloadRun: Sendable {
                 digests: request.wantsSHA256)
             // A pause or a cancel while a large partial file is checked ends the check: the checkpoint stays as it
             // was (one written from the pieces checked so far would lose the rest).
-            guard let good = file.verify(cp.pieces, stop: { download.pendingStop != nil }) else {
+            let pieces = cp.pieces
+            let download = download
+            let checked = await OffThePool.run { file.verify(pieces, stop: { download.pendingStop != nil }) }
+            guard let good = checked else {
                 if download.pendingStop == .cancel { return .cancelled }
                 let progress = DownloadProgress(
                     bytesDone: cp.bytesDone, totalBytes: cp.totalBytes, bytesFetched: 0, bytesPerSecond: 0,
