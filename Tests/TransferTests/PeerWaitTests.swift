@@ -132,21 +132,30 @@ struct PeerWaitTests {
             server, request, _ in
             var request = request
             request.chunkSize = chunkSize
-            let clock = ContinuousClock()
-            let started = clock.now
-            let outcome = try await Download(request: request).run()
-            let took = clock.now - started
-            guard case .completed(let result) = outcome else {
-                Issue.record("\(outcome)")
-                return
-            }
+            guard let (result, took) = try await Self.timed(request) else { return }
             #expect(result.sha256 == Self.content.sha256Hex())
             #expect(server.requests.contains { $0.start == 4 << 20 }, "\(server.requests)")
             #expect(took < .seconds(5), "took \(took)")
-            #expect(
-                result.discardedBytes + result.refetchedBytes < 256 << 10,
-                "\(result) \(server.requests.map { "\($0.range ?? "-") \($0.status) \($0.bodyBytes)" })")
+            #expect(result.discardedBytes + result.refetchedBytes < 256 << 10, "\(result) \(Self.served(server))")
         }
+    }
+
+    /// Runs `request` to its end: its result and how long it took (nil, with the issue recorded, when it did not
+    /// complete).
+    static func timed(_ request: DownloadRequest) async throws -> (DownloadResult, Duration)? {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let outcome = try await Download(request: request).run()
+        guard case .completed(let result) = outcome else {
+            Issue.record("\(outcome)")
+            return nil
+        }
+        return (result, clock.now - started)
+    }
+
+    /// What the server answered, for a failed expectation.
+    static func served(_ server: RangeServer) -> String {
+        "\(server.requests.map { "\($0.range ?? "-") \($0.status) \($0.bodyBytes)" })"
     }
 
     /// One segment's request gets its first megabyte at once and the rest at 256 KiB/s (a rate limit that starts
@@ -156,21 +165,12 @@ struct PeerWaitTests {
         try await Self.withServer(
             tls: false, faults: [.throttleAt(start: 4 << 20, bytesPerSecond: 256 << 10, burst: 1 << 20)]
         ) { server, request, _ in
-            let clock = ContinuousClock()
-            let started = clock.now
-            let outcome = try await Download(request: request).run()
-            let took = clock.now - started
-            guard case .completed(let result) = outcome else {
-                Issue.record("\(outcome)")
-                return
-            }
+            guard let (result, took) = try await Self.timed(request) else { return }
             #expect(result.sha256 == Self.content.sha256Hex())
             let slow = server.requests.filter { $0.start == 4 << 20 }
             #expect(slow.count == 1, "\(server.requests)")
             #expect(took < .milliseconds(2500), "took \(took)")
-            #expect(
-                result.discardedBytes + result.refetchedBytes < 256 << 10,
-                "\(result) \(server.requests.map { "\($0.range ?? "-") \($0.status) \($0.bodyBytes)" })")
+            #expect(result.discardedBytes + result.refetchedBytes < 256 << 10, "\(result) \(Self.served(server))")
         }
     }
 
