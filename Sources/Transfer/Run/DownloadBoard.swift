@@ -46,11 +46,11 @@ final class DownloadBoard: Sendable {
     /// One request in flight: when it was asked, and where and when its body bytes were written.
     struct RequestStart {
         var at: ContinuousClock.Instant
-        /// Where and when its first body bytes were written (those bytes not counted: a rate is taken from them on).
-        var firstWrite: (next: Int64, at: ContinuousClock.Instant)?
-        /// Marks taken at writes at least `RequestSpan.judged` apart, from the first write on: its rate is judged
-        /// from the one before the last (`window`), so over its last half second to second, not its whole body (a
-        /// request whose first megabyte came at once and the rest at a crawl showed a fast average for seconds).
+        /// Marks taken at writes at least `RequestSpan.judged` apart, the first where and when its first body bytes
+        /// were written (those bytes not counted: a rate is taken from them on). Its rate is judged from the mark
+        /// before the last (`window`), so over its last half second to second once it has one, not over its whole
+        /// body (a request whose first megabyte came at once and the rest at a crawl showed a fast average for
+        /// seconds).
         var mark: (next: Int64, at: ContinuousClock.Instant)?
         var markBefore: (next: Int64, at: ContinuousClock.Instant)?
         /// The last write (or when it was asked, before the first).
@@ -61,14 +61,13 @@ final class DownloadBoard: Sendable {
             self.lastWrite = at
         }
 
-        /// Where and when the window its rate is judged over starts.
-        var window: (next: Int64, at: ContinuousClock.Instant)? { markBefore ?? firstWrite }
+        /// Where and when the window its rate is judged over starts: the first mark until there is a second.
+        var window: (next: Int64, at: ContinuousClock.Instant)? { markBefore ?? mark }
 
         /// A write at `now` took the request from byte `from` to `to`.
         mutating func wrote(from: Int64, to: Int64, at now: ContinuousClock.Instant) {
             lastWrite = now
             guard let mark else {
-                firstWrite = (from, now)
                 self.mark = (from, now)
                 return
             }
@@ -297,7 +296,7 @@ final class DownloadBoard: Sendable {
         let now = ContinuousClock.now
         state.withLock { s in
             if let start = s.requestStarts[segment] {
-                if start.firstWrite == nil { s.slowestFirstBytes = max(s.slowestFirstBytes, now - start.at) }
+                if start.mark == nil { s.slowestFirstBytes = max(s.slowestFirstBytes, now - start.at) }
                 s.requestStarts[segment]?.wrote(from: s.plan.next(of: segment), to: position, at: now)
             }
             s.plan.advance(segment: segment, to: position)
